@@ -1,0 +1,24 @@
+"""Providers own the billable part of an experiment: they place it, report when it is
+ready, hand out a client for it, and tear it down. One module per backend; `for_experiment`
+picks the provider for an experiment's backend.
+"""
+
+from __future__ import annotations
+
+import importlib
+
+from runners.providers.base import Provider
+
+# backend name -> "module:Class", imported lazily so a laptop run never imports what
+# it does not use.
+REGISTRY: dict[str, str] = {}
+
+
+def for_experiment(experiment, **kwargs) -> Provider:
+    """The provider for `experiment.backend`, constructed with `kwargs` (e.g. boto3 clients)."""
+    target = REGISTRY.get(experiment.backend)
+    if target is None:
+        raise NotImplementedError(f"no provider for backend {experiment.backend!r} yet")
+    module_name, _, class_name = target.partition(":")
+    cls = getattr(importlib.import_module(module_name), class_name)
+    return cls(experiment, **kwargs)
