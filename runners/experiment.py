@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from runners import hardware
+from runners import hardware, regions as known_regions
 
 BACKENDS = ("sagemaker", "ec2", "bedrock", "openai", "local")
 CLOUD_BACKENDS = ("sagemaker", "ec2", "bedrock")
@@ -22,7 +22,6 @@ PRECISIONS = ("bf16", "fp16", "fp8", "int8", "int4", "managed")
 ENGINE_DTYPES = ("auto", "bfloat16", "float16")
 MAX_INSTANCE_POOLS = 5  # SageMaker's limit on InstancePools per production variant
 NAME_RE = re.compile(r"^[a-z0-9][a-z0-9-]{0,38}[a-z0-9]$")
-REGION_RE = re.compile(r"^[a-z]{2}(-gov)?-[a-z]+-\d$")
 FLAG_RE = re.compile(r"^[a-z0-9][a-z0-9-]*$")
 
 
@@ -429,9 +428,9 @@ def parse(data: dict, source: str) -> Experiment:
     if backend in CLOUD_BACKENDS:
         regions = top.scalars("regions", str)
         for i, region in enumerate(regions):
-            if not REGION_RE.match(region):
-                raise top.error(f"regions[{i}]", f"{region!r} is not an AWS region name "
-                                                 "such as us-east-2")
+            if region not in known_regions.AVAILABILITY_ZONES:
+                raise top.error(f"regions[{i}]", f"{region!r} is not a region benchstack knows; "
+                                                 f"allowed: {', '.join(known_regions.KNOWN)}")
         if len(set(regions)) != len(regions):
             raise top.error("regions", "lists a region twice")
         kwargs["regions"] = regions

@@ -1,0 +1,38 @@
+"""The alerts topic: stuck endpoints, failed runs, watchdog findings."""
+
+from __future__ import annotations
+
+from aws_cdk import RemovalPolicy
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_kms as kms
+from aws_cdk import aws_sns as sns
+from constructs import Construct
+
+
+class AlertsTopic(Construct):
+    """An SNS topic encrypted with its own key.
+
+    A customer-managed key (not alias/aws/sns) so that EventBridge and CloudWatch can
+    publish to it too: the AWS-managed SNS key's policy cannot be extended to them.
+    """
+
+    def __init__(self, scope: Construct, construct_id: str):
+        super().__init__(scope, construct_id)
+        self.key = kms.Key(
+            self, "Key",
+            description="benchstack alerts topic encryption",
+            enable_key_rotation=True,
+            removal_policy=RemovalPolicy.DESTROY,
+        )
+        for service in ("events.amazonaws.com", "cloudwatch.amazonaws.com"):
+            self.key.grant(iam.ServicePrincipal(service), "kms:Decrypt", "kms:GenerateDataKey*")
+        self.topic = sns.Topic(
+            self, "Topic",
+            display_name="benchstack alerts",
+            master_key=self.key,
+            enforce_ssl=True,
+        )
+
+    def grant_publish(self, grantee: iam.IGrantable) -> iam.Grant:
+        self.key.grant(grantee, "kms:Decrypt", "kms:GenerateDataKey*")
+        return self.topic.grant_publish(grantee)

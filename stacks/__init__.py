@@ -1,0 +1,1 @@
+"""Stacks: one module per stack; each only wires constructs together."""

@@ -1,0 +1,46 @@
+"""Builds benchstack's stacks into an App from the experiment files.
+
+app.py calls this with the CLI's context; tests call it with an in-process App.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from aws_cdk import App, Validations
+from cdk_nag import AwsSolutionsChecks
+
+from runners.experiment import CLOUD_BACKENDS, Experiment
+from stacks.experiment import ExperimentStack
+from stacks.foundation import FoundationStack
+
+
+@dataclass
+class Built:
+    foundations: dict[str, FoundationStack] = field(default_factory=dict)
+    experiments: list[ExperimentStack] = field(default_factory=list)
+
+    @property
+    def stacks(self) -> list:
+        return [*self.foundations.values(), *self.experiments]
+
+
+def build(app: App, experiments: list[Experiment], *, validate: bool = True,
+          account: str | None = None) -> Built:
+    """Foundation stacks for every region in use, then one stack per (experiment, region).
+
+    Local and OpenAI-compatible experiments need no AWS resources and get no stack.
+    """
+    built = Built()
+    cloud = [e for e in experiments if e.backend in CLOUD_BACKENDS]
+    for region in sorted({r for e in cloud for r in e.regions}):
+        built.foundations[region] = FoundationStack(app, region, account=account)
+    for exp in cloud:
+        for region in exp.regions:
+            built.experiments.append(
+                ExperimentStack(app, exp, region, foundation=built.foundations[region],
+                                account=account)
+            )
+    if validate:
+        Validations.of(app).add_plugins(AwsSolutionsChecks(app))
+    return built

@@ -1,0 +1,26 @@
+"""Helpers for reading synthesized templates in tests."""
+
+from __future__ import annotations
+
+import copy
+import json
+import re
+
+_ASSET_HASH = re.compile(r"\b[0-9a-f]{64}\b")
+
+
+def masked(template: dict) -> dict:
+    """The template with asset hashes replaced, so a snapshot changes only when the
+    infrastructure does, not when an asset's bytes (e.g. a Lambda zip) do."""
+    text = _ASSET_HASH.sub("<asset-hash>", json.dumps(template, sort_keys=True))
+    return json.loads(text)
+
+
+def resources(template: dict, type_name: str) -> dict[str, dict]:
+    return {k: v for k, v in template["Resources"].items() if v["Type"] == type_name}
+
+
+def only(template: dict, type_name: str) -> dict:
+    found = resources(template, type_name)
+    assert len(found) == 1, f"expected one {type_name}, found {sorted(found)}"
+    return copy.deepcopy(next(iter(found.values())))
