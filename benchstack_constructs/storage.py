@@ -10,17 +10,22 @@ from constructs import Construct
 from benchstack_constructs.nag import acknowledge
 
 
-def _secure_bucket(scope: Construct, construct_id: str, **overrides) -> s3.Bucket:
+def _secure_bucket(scope: Construct, construct_id: str, *, rule: s3.LifecycleRule,
+                   access_logs: s3.IBucket | None = None, log_prefix: str | None = None,
+                   versioned: bool = False) -> s3.Bucket:
     """A bucket that is private, encrypted and SSL-only whatever it holds."""
-    props = dict(
+    return s3.Bucket(
+        scope, construct_id,
         encryption=s3.BucketEncryption.S3_MANAGED,
         block_public_access=s3.BlockPublicAccess.BLOCK_ALL,
         enforce_ssl=True,
         object_ownership=s3.ObjectOwnership.BUCKET_OWNER_ENFORCED,
         removal_policy=RemovalPolicy.RETAIN,
+        versioned=versioned,
+        server_access_logs_bucket=access_logs,
+        server_access_logs_prefix=log_prefix,
+        lifecycle_rules=[rule],
     )
-    props.update(overrides)
-    return s3.Bucket(scope, construct_id, **props)
 
 
 class AccessLogsBucket(Construct):
@@ -29,9 +34,7 @@ class AccessLogsBucket(Construct):
     def __init__(self, scope: Construct, construct_id: str, *, retention_days: int = 90):
         super().__init__(scope, construct_id)
         self.bucket = _secure_bucket(
-            self, "Bucket",
-            lifecycle_rules=[s3.LifecycleRule(expiration=Duration.days(retention_days))],
-        )
+            self, "Bucket", rule=s3.LifecycleRule(expiration=Duration.days(retention_days)))
         acknowledge(self.bucket, "AwsSolutions-S1",
                     "This is the access-log bucket itself; logging it into itself would loop.")
 
@@ -43,16 +46,11 @@ class ResultsBucket(Construct):
                  noncurrent_version_days: int = 90):
         super().__init__(scope, construct_id)
         self.bucket = _secure_bucket(
-            self, "Bucket",
-            versioned=True,
-            server_access_logs_bucket=access_logs,
-            server_access_logs_prefix="results/",
-            lifecycle_rules=[
-                s3.LifecycleRule(
-                    noncurrent_version_expiration=Duration.days(noncurrent_version_days),
-                    abort_incomplete_multipart_upload_after=Duration.days(1),
-                )
-            ],
+            self, "Bucket", access_logs=access_logs, log_prefix="results/", versioned=True,
+            rule=s3.LifecycleRule(
+                noncurrent_version_expiration=Duration.days(noncurrent_version_days),
+                abort_incomplete_multipart_upload_after=Duration.days(1),
+            ),
         )
 
     def grant_write(self, grantee: iam.IGrantable) -> iam.Grant:
@@ -71,15 +69,11 @@ class CacheBucket(Construct):
                  expiry_days: int = 30):
         super().__init__(scope, construct_id)
         self.bucket = _secure_bucket(
-            self, "Bucket",
-            server_access_logs_bucket=access_logs,
-            server_access_logs_prefix="cache/",
-            lifecycle_rules=[
-                s3.LifecycleRule(
-                    expiration=Duration.days(expiry_days),
-                    abort_incomplete_multipart_upload_after=Duration.days(1),
-                )
-            ],
+            self, "Bucket", access_logs=access_logs, log_prefix="cache/",
+            rule=s3.LifecycleRule(
+                expiration=Duration.days(expiry_days),
+                abort_incomplete_multipart_upload_after=Duration.days(1),
+            ),
         )
 
     def grant_read_write(self, grantee: iam.IGrantable) -> iam.Grant:
