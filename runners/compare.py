@@ -175,6 +175,14 @@ def row(summary: dict[str, Any], path: Path) -> dict[str, Any]:
     }
 
 
+def _checked_row(path: Path) -> dict[str, Any]:
+    summary = load_summary(path)
+    try:
+        return row(summary, path)
+    except ValueError as exc:  # a malformed time or size in an otherwise valid summary
+        raise CompareError(f"{path}: {exc}") from None
+
+
 def sort_key(r: dict[str, Any]) -> tuple:
     """Fastest single-request decode first; then cheapest per token; then run id."""
     decode, usd = r["decode_tokens_per_s"], r["usd_per_million_one_request"]
@@ -362,7 +370,7 @@ def compare(run_dirs: Iterable[str | Path], baseline: str | None = None,
     hold a report: nothing is overwritten). Returns the paths, the rows, and why charts
     were skipped (None when they were drawn)."""
     paths = find_summaries(run_dirs)
-    rows = sorted((row(load_summary(p), p) for p in paths), key=sort_key)
+    rows = sorted((_checked_row(p) for p in paths), key=sort_key)
     base = pick_baseline(rows, baseline)
     with_ratios(rows, base)
     out = Path(out_dir)

@@ -50,12 +50,15 @@ def idle_cost(timeline: Mapping[str, Any], usd_per_hour: float | None,
               now: datetime) -> dict[str, Any]:
     """Billable time of the run: provision start to teardown finish. Before teardown has
     finished (the cost phase runs first) the end is `now` and the figure is a floor."""
-    started = _parse_time(timeline.get("provision_started_at"))
+    try:
+        started = _parse_time(timeline.get("provision_started_at"))
+        finished = _parse_time(timeline.get("teardown_finished_at"))
+        minutes = arithmetic.billable_minutes(started, finished or now) if started else None
+    except ValueError as exc:  # a malformed or backwards timeline: say so, keep the rest
+        return {"billable_minutes": None, "usd": None, "missing": f"timeline: {exc}"}
     if started is None:
         return {"billable_minutes": None, "usd": None,
                 "missing": "timeline has no provision_started_at"}
-    finished = _parse_time(timeline.get("teardown_finished_at"))
-    minutes = arithmetic.billable_minutes(started, finished or now)
     return {
         "from": started.isoformat(),
         "to": (finished or now).isoformat(),

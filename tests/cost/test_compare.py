@@ -106,3 +106,12 @@ def test_charts_are_drawn_or_the_skip_is_said(runs):
         assert result["charts_skipped"] is None
         assert [p.name for p in result["charts"]] == ["decode.png", "usd-per-million.png"]
         assert all(p.read_bytes().startswith(b"\x89PNG") for p in result["charts"])
+
+
+def test_a_malformed_time_names_the_file(runs):
+    path = next(runs.rglob("*e2b-emb4-g6/*/summary.json"))
+    summary = json.loads(path.read_text())
+    summary["timeline"]["teardown_finished_at"] = "yesterday"
+    path.write_text(json.dumps(summary))
+    with pytest.raises(c.CompareError, match=rf"^{path}: Invalid isoformat string: 'yesterday'$"):
+        c.compare([runs], out_dir="out")

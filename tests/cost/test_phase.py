@@ -118,3 +118,13 @@ def test_without_decode_the_one_request_rate_comes_from_load():
     per_million = block["usd_per_million_output_tokens"]
     assert per_million["one_request_basis"] == "load at concurrency 1"
     assert per_million["one_request_tokens_per_s"] == 120.0
+
+
+def test_a_backwards_timeline_is_reported_not_raised():
+    res = results()
+    res["timeline"]["teardown_finished_at"] = "2026-12-03T09:00:00+00:00"  # before provision
+    block = run("e2b-emb4-g6", res)
+    assert block["idle"]["billable_minutes"] is None
+    assert block["idle"]["missing"].startswith("timeline: ends (2026-12-03T09:00:00+00:00) "
+                                               "before it starts")
+    assert block["usd_per_hour"] == 0.8048  # the rest of the block stands
