@@ -163,13 +163,9 @@ class PriceBook:
         quote: dict[str, Any] = {"service": service, "region": region,
                                  "instance_type": instance_type}
         key = f"{service}/{region}/{instance_type}"
-        cached = self._cache().get(key)
-        if cached and age_days(date.fromisoformat(cached["fetched_on"]), today) <= self.max_cache_age_days:
-            return self._hand_out({**quote, "usd_per_hour": cached["usd_per_hour"],
-                                   "source": "pricing-api-cache",
-                                   "fetched_on": cached["fetched_on"],
-                                   "age_days": age_days(date.fromisoformat(cached["fetched_on"]),
-                                                        today)})
+        cached = self._cached(key, today)
+        if cached:
+            return self._hand_out(quote | cached)
         api_problem = "Price List API not asked (offline)"
         if self.use_api:
             try:
@@ -206,6 +202,19 @@ class PriceBook:
             return json.loads(self.cache_path.read_text(encoding="utf-8"))
         except (OSError, json.JSONDecodeError):
             return {}  # a missing or torn cache is only a slower run
+
+    def _cached(self, key: str, today: date) -> dict[str, Any] | None:
+        """The cache's answer for `key` when it is fresh enough; a torn entry is no answer."""
+        try:
+            entry = self._cache()[key]
+            fetched_on = date.fromisoformat(entry["fetched_on"])
+            usd = float(entry["usd_per_hour"])
+        except (KeyError, TypeError, ValueError):
+            return None
+        if age_days(fetched_on, today) > self.max_cache_age_days:
+            return None
+        return {"usd_per_hour": usd, "source": "pricing-api-cache",
+                "fetched_on": fetched_on.isoformat(), "age_days": age_days(fetched_on, today)}
 
     def _remember(self, key: str, usd_per_hour: float, today: date) -> None:
         if not self.cache_path:

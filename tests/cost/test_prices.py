@@ -66,6 +66,13 @@ def test_a_stale_cache_is_asked_again(pricing_client, tmp_path):
     assert (quote["source"], quote["usd_per_hour"]) == ("pricing-api", 0.8048)
 
 
+def test_a_torn_cache_entry_is_ignored(tmp_path):
+    cache = tmp_path / "prices.json"
+    cache.write_text(json.dumps({"ec2/us-east-2/g6.xlarge": {"usd_per_hour": 0.5}}))
+    quote = book(use_api=False, cache_path=cache).instance("ec2", "us-east-2", "g6.xlarge")
+    assert (quote["source"], quote["usd_per_hour"]) == ("prices-file", 0.8048)
+
+
 def test_api_error_falls_back_to_the_file_and_says_why(pricing_client):
     pricing_client.stubber.add_client_error("get_products", "AccessDeniedException",
                                             "not authorized to perform pricing:GetProducts")
