@@ -13,12 +13,12 @@ from __future__ import annotations
 import csv
 import io
 import json
-from datetime import datetime
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Iterable
 
 from runners import hardware
-from runners.cost import arithmetic
+from runners.cost.phase import idle_cost
 
 SUMMARY_SCHEMA = "benchstack.summary/1"
 ROOFLINE_FLAG_BELOW = 0.30  # under this share of the ceiling, the engine is the bottleneck
@@ -95,12 +95,11 @@ def _idle(summary: dict[str, Any], usd_per_hour: float | None) -> dict[str, Any]
     """Billable minutes from the final timeline when teardown has finished (the cost
     phase ran before teardown and could only record a floor)."""
     timeline = summary.get("timeline") or {}
-    start, end = timeline.get("provision_started_at"), timeline.get("teardown_finished_at")
-    if start and end:
-        minutes = arithmetic.billable_minutes(datetime.fromisoformat(start),
-                                              datetime.fromisoformat(end))
-        usd = arithmetic.usd_for_minutes(usd_per_hour, minutes) if usd_per_hour else None
-        return {"billable_minutes": minutes, "usd": usd, "final": True}
+    if timeline.get("provision_started_at") and timeline.get("teardown_finished_at"):
+        idle = idle_cost(timeline, usd_per_hour, now=datetime.now(timezone.utc))
+        if "missing" in idle:
+            raise ValueError(idle["missing"])
+        return idle | {"final": True}
     recorded = (summary.get("cost") or {}).get("idle") or {}
     return {"billable_minutes": recorded.get("billable_minutes"), "usd": recorded.get("usd"),
             "final": False}
