@@ -128,3 +128,11 @@ def test_a_backwards_timeline_is_reported_not_raised():
     assert block["idle"]["missing"].startswith("timeline: ends (2026-12-03T09:00:00+00:00) "
                                                "before it starts")
     assert block["usd_per_hour"] == 0.8048  # the rest of the block stands
+
+
+def test_the_manifest_snapshot_dict_works_like_the_experiment():
+    snapshot = experiment.find(EXPERIMENTS, "nova-micro-bedrock").to_dict()
+    block = phase.run({"experiment": snapshot, "results": results("bedrock", None, "us-east-1"),
+                       "prices": prices(), "now": lambda: RUN_DAY})
+    assert block["bedrock"]["model_id"] == "amazon.nova-micro-v1:0"
+    assert block["price_source"]["age_days"] == 52
