@@ -21,3 +21,8 @@ def foundation_parameter(key: str) -> str:
 
 def experiment_parameter(name: str) -> str:
     return f"{SSM_ROOT}/experiments/{name}"
+
+
+def ec2_launch_templates_parameter(name: str) -> str:
+    """JSON {instance type: launch template id} of an EC2 experiment, in each of its regions."""
+    return f"{SSM_ROOT}/ec2/{name}/launch-templates"
