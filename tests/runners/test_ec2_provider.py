@@ -48,7 +48,7 @@ class Cloud:
     def ec2(self, region):
         return self.stubs[("ec2", region)]
 
-    def expect_lookup(self, region, offered=None):
+    def expect_lookup(self, region, offered=None, throttled=0):
         """The SSM reads, DescribeSubnets and DescribeInstanceTypeOfferings of a region."""
         types = [t for t in self.exp.ec2.instance_types]
         ssm = self.stubs[("ssm", region)]
@@ -65,6 +65,9 @@ class Cloud:
             {"SubnetIds": subnets})
         offered = offered if offered is not None else [(t, az) for t in types
                                                        for az in AZS[region]]
+        for _ in range(throttled):
+            self.ec2(region).add_client_error("describe_instance_type_offerings",
+                                              "RequestLimitExceeded", http_status_code=503)
         self.ec2(region).add_response(
             "describe_instance_type_offerings",
             {"InstanceTypeOfferings": [{"InstanceType": t, "LocationType": "availability-zone",
@@ -271,14 +274,7 @@ def test_no_offered_zone_is_a_capacity_miss_without_a_fleet():
 
 def test_throttling_is_retried_with_backoff_and_jitter():
     cloud = Cloud(load("e2b-emb4-g6"))
-    ec2 = cloud.ec2("us-east-2")
-    cloud.expect_lookup("us-east-2")
-    # Throttle the offerings call twice before its recorded answer.
-    offerings = ec2._queue.pop()
-    for _ in range(2):
-        ec2.add_client_error("describe_instance_type_offerings", "RequestLimitExceeded",
-                             http_status_code=503)
-    ec2._queue.append(offerings)
+    cloud.expect_lookup("us-east-2", throttled=2)
     cloud.expect_fleet("us-east-2", {"Errors": [], "Instances": [placed("g6.xlarge",
                                                                          "us-east-2a")]})
     placement = cloud.provider.provision("run-9", "us-east-2")
@@ -457,25 +453,25 @@ def test_provision_tears_down_what_it_launched_when_reading_the_answer_fails(mon
     cloud.verify()
 
 
-def test_teardown_asks_again_when_the_fleet_is_not_deleted():
+@pytest.mark.parametrize("fleet_error,state", [
+    ("unexpectedError", "retry-later"),  # must be asked again, not dropped
+    ("fleetIdDoesNotExist", "deleted"),  # already gone
+])
+def test_teardown_judges_what_delete_fleets_answers(fleet_error, state):
     cloud = Cloud(load("e2b-emb4-g6"))
     placement = {"region": "us-east-1", "fleet_id": "fleet-x", "instance_id": "i-1"}
     cloud.ec2("us-east-1").add_response("delete_fleets", {
         "SuccessfulFleetDeletions": [], "UnsuccessfulFleetDeletions": [{
-            "FleetId": "fleet-x", "Error": {"Code": "unexpectedError", "Message": "try later"}}]})
+            "FleetId": "fleet-x", "Error": {"Code": fleet_error, "Message": "m"}}]})
     cloud.ec2("us-east-1").add_client_error("terminate_instances", "InvalidInstanceID.NotFound")
-    assert cloud.provider.teardown(placement)["state"] == "retry-later"
+    assert cloud.provider.teardown(placement)["state"] == state
+    cloud.verify()
 
 
-def test_teardown_of_what_is_already_gone_is_done():
+def test_teardown_of_a_placement_that_launched_nothing_calls_nothing():
     cloud = Cloud(load("e2b-emb4-g6"))
-    placement = {"region": "us-east-1", "fleet_id": "fleet-x", "instance_id": "i-1"}
-    cloud.ec2("us-east-1").add_response("delete_fleets", {
-        "SuccessfulFleetDeletions": [], "UnsuccessfulFleetDeletions": [{
-            "FleetId": "fleet-x", "Error": {"Code": "fleetIdDoesNotExist", "Message": "gone"}}]})
-    cloud.ec2("us-east-1").add_client_error("terminate_instances", "InvalidInstanceID.NotFound")
-    assert cloud.provider.teardown(placement)["state"] == "deleted"
     assert cloud.provider.teardown({"region": "us-east-1"})["state"] == "deleted"
+    cloud.verify()
 
 
 def test_the_runner_reads_the_parameter_the_foundation_publishes():
