@@ -9,7 +9,8 @@ from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_iam as iam
 from constructs import Construct
 
-from benchstack_constructs.launch_template_user_data import EngineLaunch, render
+from benchstack_constructs.launch_template_user_data import (
+    HF_TOKEN_PARAMETER, EcrImage, EngineLaunch, ecr_image, render)
 from benchstack_constructs.nag import acknowledge
 from runners import hardware, tags
 from runners.experiment import Experiment
@@ -57,11 +58,12 @@ def template_name(experiment: str, instance_type: str) -> str:
 
 
 class EngineInstanceRole(Construct):
-    """The instances' role: Session Manager for people, and read/write on the experiment's
-    prefix of the cache bucket. Nothing else: no delete, no other bucket."""
+    """The instances' role: Session Manager for people, read/write on the experiment's
+    prefix of the cache bucket, the Hugging Face token parameter, and pulls from the engine
+    image's ECR repository when there is one. Nothing else: no delete, no other bucket."""
 
     def __init__(self, scope: Construct, construct_id: str, *, cache_bucket_name: str,
-                 cache_prefix: str):
+                 cache_prefix: str, ecr: EcrImage | None = None):
         super().__init__(scope, construct_id)
         self.role = iam.Role(
             self, "Role",
@@ -100,6 +102,28 @@ class EngineInstanceRole(Construct):
                     "The cache holds model files and compiler output whose keys are not known "
                     "in advance; access is limited to this experiment's prefix of the cache "
                     "bucket, without delete.")
+        stack = Stack.of(self)
+        self.role.add_to_policy(iam.PolicyStatement(
+            actions=["ssm:GetParameter"],
+            resources=[stack.format_arn(service="ssm", resource="parameter",
+                                        resource_name=HF_TOKEN_PARAMETER.lstrip("/"))],
+        ))
+        if ecr:
+            self._ecr_pull(ecr)
+
+    def _ecr_pull(self, ecr: EcrImage) -> None:
+        stack = Stack.of(self)
+        login = iam.Policy(self, "EcrLogin", roles=[self.role], statements=[
+            iam.PolicyStatement(actions=["ecr:GetAuthorizationToken"], resources=["*"])])
+        acknowledge(login, "AwsSolutions-IAM5[Resource::*]",
+                    "ecr:GetAuthorizationToken is account-wide and takes no resource; pulls "
+                    "are limited to the engine image's repository by the statement beside it.")
+        self.role.add_to_policy(iam.PolicyStatement(
+            actions=["ecr:BatchGetImage", "ecr:GetDownloadUrlForLayer",
+                     "ecr:BatchCheckLayerAvailability"],
+            resources=[stack.format_arn(service="ecr", region=ecr.region, account=ecr.account,
+                                        resource="repository", resource_name=ecr.repository)],
+        ))
 
 
 class EngineLaunchTemplate(Construct):
@@ -159,7 +183,8 @@ class EngineLaunchTemplates(Construct):
         launches = [EngineLaunch(experiment, itype, cache_bucket_name)
                     for itype in experiment.ec2.instance_types]
         self.role = EngineInstanceRole(self, "InstanceRole", cache_bucket_name=cache_bucket_name,
-                                       cache_prefix=launches[0].cache_prefix)
+                                       cache_prefix=launches[0].cache_prefix,
+                                       ecr=ecr_image(experiment.ec2.engine_image))
         self.templates: dict[str, EngineLaunchTemplate] = {
             launch.instance_type: EngineLaunchTemplate(
                 self, launch.instance_type.replace(".", ""), launch=launch,

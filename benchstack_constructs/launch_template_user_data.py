@@ -17,6 +17,10 @@ from runners.experiment import Experiment
 
 TEMPLATE = Path(__file__).with_name("launch_template_user_data.sh")
 _PLACEHOLDER = re.compile(r"\{\{ (\w+) \}\}")
+# A SecureString the account may keep for gated models (Gemma needs the licence accepted).
+HF_TOKEN_PARAMETER = "/benchstack/hf-token"
+_ECR_IMAGE = re.compile(r"^(?P<account>\d{12})\.dkr\.ecr\.(?P<region>[a-z0-9-]+)\.amazonaws\.com"
+                        r"/(?P<repository>[a-z0-9._/-]+)(?::[\w.-]+|@sha256:[0-9a-f]+)?$")
 
 # Where each engine keeps what is worth restoring: Hugging Face downloads and the
 # compiler's output (torch.compile/CUDA graphs for vLLM, NEFFs for Neuron).
@@ -51,6 +55,23 @@ class EngineLaunch:
     def cache_prefix(self) -> str:
         """Caches are per experiment: a model build and its compiled shapes go together."""
         return f"engines/{self.experiment.name}"
+
+
+@dataclass(frozen=True)
+class EcrImage:
+    account: str
+    region: str
+    repository: str
+
+    @property
+    def registry(self) -> str:
+        return f"{self.account}.dkr.ecr.{self.region}.amazonaws.com"
+
+
+def ecr_image(image: str) -> EcrImage | None:
+    """The ECR repository an engine image is pulled from, or None for a public registry."""
+    match = _ECR_IMAGE.match(image)
+    return EcrImage(**match.groupdict()) if match else None
 
 
 def device_policy(launch: EngineLaunch) -> str:
@@ -117,6 +138,7 @@ def values(launch: EngineLaunch) -> dict[str, str]:
     """Every placeholder's value, already shell-quoted."""
     vendor = launch.entry.accelerator.vendor
     model_dir, compile_dir = _CACHE_DIRS[vendor]
+    ecr = ecr_image(launch.experiment.ec2.engine_image)
     q = shlex.quote
     return {
         "device_policy": q(device_policy(launch)),
@@ -125,6 +147,9 @@ def values(launch: EngineLaunch) -> dict[str, str]:
         "cache_bucket": q(launch.cache_bucket),
         "cache_prefix": q(launch.cache_prefix),
         "fallback_ttl_s": str(round(launch.experiment.ttl_hours * 3600)),
+        "hf_token_parameter": q(HF_TOKEN_PARAMETER),
+        "ecr_registry": q(ecr.registry if ecr else ""),
+        "ecr_region": q(ecr.region if ecr else ""),
         "port": str(launch.experiment.ec2.engine_port),
         "model_cache_dir": q(model_dir),
         "compile_cache_dir": q(compile_dir),

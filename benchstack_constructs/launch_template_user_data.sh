@@ -9,6 +9,9 @@ ACCELERATOR={{ accelerator_vendor }}
 CATALOG_COMPUTE_CAPABILITY={{ compute_capability }}
 CACHE_URI=s3://{{ cache_bucket }}/{{ cache_prefix }}
 FALLBACK_TTL_S={{ fallback_ttl_s }}
+HF_TOKEN_PARAMETER={{ hf_token_parameter }}
+ECR_REGISTRY={{ ecr_registry }}
+ECR_REGION={{ ecr_region }}
 CACHE_ROOT=/var/cache/benchstack
 IMDS=http://169.254.169.254/latest
 
@@ -17,6 +20,8 @@ imds() {  # IMDSv2 only: a session token first, then the path
   token=$(curl -sf -X PUT "$IMDS/api/token" -H "X-aws-ec2-metadata-token-ttl-seconds: 300") || return 1
   curl -sf -H "X-aws-ec2-metadata-token: $token" "$IMDS/$1"
 }
+export AWS_DEFAULT_REGION
+AWS_DEFAULT_REGION=$(imds meta-data/placement/region)
 
 # 1. Stop the meter by ourselves at the experiment's expiry. The fleet request tags the
 #    instance with benchstack:expires-at (ISO 8601 UTC); the launch template exposes tags
@@ -55,6 +60,7 @@ done
 # 4. The cache push, run by the engine unit after the engine stops (shutdown included).
 cat > /usr/local/sbin/benchstack-cache-push <<PUSH
 #!/bin/bash
+export AWS_DEFAULT_REGION=$AWS_DEFAULT_REGION
 for part in models compile; do
   aws s3 sync --only-show-errors "$CACHE_ROOT/\$part/" "$CACHE_URI/\$part/" \\
     && echo "benchstack: pushed \$part cache" || echo "benchstack: push of \$part cache failed"
@@ -62,7 +68,28 @@ done
 PUSH
 chmod 0755 /usr/local/sbin/benchstack-cache-push
 
-# 5. The engine: one container, accelerator devices passed through, caches mounted.
+# 5. Secrets and images the engine needs: a Hugging Face token for gated models, when the
+#    account keeps one in SSM, handed over in a root-only env file (not on a command line);
+#    a docker login when the engine image lives in ECR.
+install -d -m 0700 /run/benchstack
+: > /run/benchstack/engine.env
+chmod 0600 /run/benchstack/engine.env
+if hf_token=$(aws ssm get-parameter --name "$HF_TOKEN_PARAMETER" --with-decryption \
+    --query Parameter.Value --output text 2>/dev/null); then
+  echo "HF_TOKEN=$hf_token" > /run/benchstack/engine.env
+  echo "benchstack: Hugging Face token read from $HF_TOKEN_PARAMETER"
+else
+  echo "benchstack: no $HF_TOKEN_PARAMETER parameter; gated models will not download"
+fi
+command -v docker >/dev/null || dnf install -y docker
+systemctl enable --now docker
+if [ -n "$ECR_REGISTRY" ]; then
+  aws ecr get-login-password --region "$ECR_REGION" \
+    | docker login --username AWS --password-stdin "$ECR_REGISTRY" \
+    || echo "benchstack: docker login to $ECR_REGISTRY failed"
+fi
+
+# 6. The engine: one container, accelerator devices passed through, caches mounted.
 cat > /usr/local/sbin/benchstack-engine <<'ENGINE'
 #!/bin/bash
 set -euo pipefail
@@ -75,7 +102,7 @@ exec /usr/bin/docker run --rm --name benchstack-engine "${accel[@]}" --ipc=host 
   -p {{ port }}:{{ port }} \
   -v /var/cache/benchstack/models:{{ model_cache_dir }} \
   -v /var/cache/benchstack/compile:{{ compile_cache_dir }} \
-  {{ docker_env }} \
+  --env-file /run/benchstack/engine.env {{ docker_env }} \
   {{ image }} {{ engine_args }}
 ENGINE
 chmod 0755 /usr/local/sbin/benchstack-engine
@@ -99,8 +126,6 @@ Restart=no
 WantedBy=multi-user.target
 UNIT
 
-command -v docker >/dev/null || dnf install -y docker
 systemctl daemon-reload
-systemctl enable --now docker
 systemctl enable --now benchstack-engine
 echo "benchstack: engine unit started on port {{ port }}"

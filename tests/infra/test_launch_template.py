@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import pytest
 
 from benchstack_constructs.launch_template import AMI_PARAMETERS
 from runners import experiment, tags
-from tests.conftest import EXPERIMENTS_DIR
+from tests.conftest import EXPERIMENTS_DIR, synth
 from tests.infra.templates import resources
 
 EC2 = {e.name: e for e in experiment.load_all(EXPERIMENTS_DIR) if e.backend == "ec2"}
@@ -116,9 +117,12 @@ def test_the_instance_role_is_least_privilege(templates, stack, exp):
         "ssm:UpdateInstanceInformation", "ssmmessages:CreateControlChannel",
         "ssmmessages:CreateDataChannel", "ssmmessages:OpenControlChannel",
         "ssmmessages:OpenDataChannel",
-        "s3:ListBucket", "s3:GetObject", "s3:PutObject", "s3:AbortMultipartUpload"])
+        "s3:ListBucket", "s3:GetObject", "s3:PutObject", "s3:AbortMultipartUpload",
+        "ssm:GetParameter"])
+    token = next(s for s in statements if s["Action"] == "ssm:GetParameter")
+    assert token["Resource"]["Fn::Join"][1][-1].endswith(":parameter/benchstack/hf-token")
     s3_resources = json.dumps([s["Resource"] for s in statements
-                               if str(s["Action"]).count("s3:")])
+                               if "s3:" in str(s["Action"])])
     assert f"/engines/{exp.name}/*" in s3_resources
     assert "cachebucket" in s3_resources  # only the foundation's cache bucket parameter
     listing = next(s for s in statements if s["Action"] == "s3:ListBucket")
@@ -140,3 +144,28 @@ def test_other_backends_get_no_launch_template(templates):
     for name, template in templates.items():
         if name.startswith("Benchstack-Exp-") and not any(name == s for s, _ in STACKS):
             assert not resources(template, "AWS::EC2::LaunchTemplate"), name
+
+
+def test_an_ecr_engine_image_gets_pull_rights_on_its_repository_only(tmp_path):
+    """A private image (the sm_75 vLLM build for g5g lives in ECR) needs a docker login."""
+    exp = EC2["e2b-fp16-g5g"]
+    image = "123456789012.dkr.ecr.us-west-2.amazonaws.com/vllm-sm75:0.27.2rc0"
+    exp = dataclasses.replace(exp, regions=("us-east-1",),
+                              ec2=dataclasses.replace(exp.ec2, engine_image=image))
+    _, assembly = synth([exp], tmp_path, validate=True)  # cdk-nag must stay clean
+    template = assembly.get_stack_by_name("Benchstack-Exp-e2b-fp16-g5g-us-east-1").template
+    statements = [s for p in resources(template, "AWS::IAM::Policy").values()
+                  for s in p["Properties"]["PolicyDocument"]["Statement"]]
+    pull = next(s for s in statements if "ecr:BatchGetImage" in s["Action"])
+    assert pull["Resource"] == ("arn:aws:ecr:us-west-2:123456789012:repository/vllm-sm75")
+    login = next(s for s in statements if s["Action"] == "ecr:GetAuthorizationToken")
+    assert login["Resource"] == "*"
+    script = user_data(launch_templates(template)["g5g.2xlarge"]["LaunchTemplateData"])
+    assert "ECR_REGISTRY=123456789012.dkr.ecr.us-west-2.amazonaws.com" in script
+    assert "ECR_REGION=us-west-2" in script
+
+
+def test_a_public_engine_image_gets_no_ecr_rights(templates):
+    for stack, _ in STACKS:
+        text = json.dumps(templates[stack]["Resources"])
+        assert "ecr:" not in text, stack

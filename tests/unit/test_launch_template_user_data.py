@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from benchstack_constructs.launch_template_user_data import (
-    EngineLaunch, engine_args, render, render_template)
+    EcrImage, EngineLaunch, ecr_image, engine_args, render, render_template)
 from runners import experiment
 
 EXPERIMENTS = Path(__file__).resolve().parents[2] / "experiments"
@@ -132,3 +132,37 @@ def test_a_placeholder_without_a_value_or_a_value_without_a_placeholder_is_an_er
         render_template("{{ x }} {{ y }}", {"x": "1"})
     with pytest.raises(ValueError, match=r"without placeholders \['z'\]"):
         render_template("{{ x }}", {"x": "1", "z": "2"})
+
+
+def test_the_region_comes_from_metadata_for_every_aws_cli_call():
+    script = render(launch("e2b-emb4-g6"))
+    assert "AWS_DEFAULT_REGION=$(imds meta-data/placement/region)" in script
+    push = script[script.index("<<PUSH"):script.index("\nPUSH\n")]
+    assert "export AWS_DEFAULT_REGION=$AWS_DEFAULT_REGION" in push  # expanded when written
+
+
+def test_the_hugging_face_token_reaches_the_engine_through_a_root_only_file():
+    script = render(launch("e2b-emb4-g6"))
+    assert "HF_TOKEN_PARAMETER=/benchstack/hf-token" in script
+    assert "chmod 0600 /run/benchstack/engine.env" in script
+    words = docker_words(script)
+    assert words[words.index("--env-file") + 1] == "/run/benchstack/engine.env"
+    assert not any(w.startswith("HF_TOKEN=") for w in words)  # never on a command line
+
+
+@pytest.mark.parametrize("image,expected", [
+    ("123456789012.dkr.ecr.us-west-2.amazonaws.com/vllm-sm75:0.27.2rc0",
+     EcrImage("123456789012", "us-west-2", "vllm-sm75")),
+    ("123456789012.dkr.ecr.eu-west-1.amazonaws.com/team/vllm@sha256:" + "a" * 64,
+     EcrImage("123456789012", "eu-west-1", "team/vllm")),
+    ("vllm/vllm-openai:v0.30.0", None),
+    ("vllm-sm75:0.27.2rc0", None),
+])
+def test_ecr_images_are_recognised(image, expected):
+    assert ecr_image(image) == expected
+
+
+def test_a_public_image_renders_no_docker_login_target():
+    script = render(launch("e2b-emb4-g6"))
+    assert "ECR_REGISTRY=''" in script
+    assert 'if [ -n "$ECR_REGISTRY" ]; then' in script
