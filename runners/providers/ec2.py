@@ -118,16 +118,30 @@ class Ec2Provider(Provider):
         }
         try:
             placed, placement["refused"] = ec2_fleet.read_response(response, chosen)
+        except (KeyError, TypeError, ValueError, IndexError) as exc:
+            error = ProvisionError(ProvisionError.FATAL,
+                                   f"unreadable CreateFleet answer in {region}: {exc!r}",
+                                   placement)
+            raise self._failed_after_launch(placement, error) from None
         except BaseException:
-            self.teardown(placement)  # launched but unreadable: stop the meter first
+            self.teardown(placement)  # interrupted after launching: stop the meter first
             raise
         if placed is None:
-            self.teardown(placement)
-            raise ec2_fleet.refusal_error(region, placement["refused"], cfg.market, placement)
+            error = ec2_fleet.refusal_error(region, placement["refused"], cfg.market, placement)
+            raise self._failed_after_launch(placement, error)
         placement.update(placed)
         placement["launch_template_id"] = next(c.launch_template_id for c in chosen
                                                if c.instance_type == placed["instance_type"])
         return placement
+
+    def _failed_after_launch(self, placement: dict[str, Any],
+                             error: ProvisionError) -> ProvisionError:
+        """Delete the fleet now; if that did not finish, hand the placement on (as
+        detail["placement"]) so the teardown phase retries it."""
+        outcome = self.teardown(placement)
+        if outcome["state"] != "deleted":
+            error.detail = {**error.detail, "placement": placement, "teardown": outcome}
+        return error
 
     def _candidates(self, ec2, ssm, instance_types: list[str]):
         template_ids = json.loads(self._call(
@@ -246,9 +260,10 @@ class Ec2Provider(Provider):
                                 TerminateInstances=True)
         except (ClientError, BotoCoreError) as exc:
             return [f"DeleteFleets {fleet_id}: {exc}"]
+        # Already gone, or already deleted by an earlier call: both are done.
         return [f"DeleteFleets {fleet_id}: {f['Error']['Code']}: {f['Error'].get('Message', '')}"
                 for f in answer.get("UnsuccessfulFleetDeletions", [])
-                if f["Error"]["Code"] != "fleetIdDoesNotExist"]
+                if f["Error"]["Code"] not in ("fleetIdDoesNotExist", "fleetNotInDeletableState")]
 
     def _terminate(self, ec2, instance_id: str) -> list[str]:
         try:

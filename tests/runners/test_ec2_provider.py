@@ -437,7 +437,7 @@ def test_teardown_runs_after_a_failure_in_any_later_phase(engine, failing):
     assert torn[0]["state"] == "deleted"
 
 
-def test_provision_tears_down_what_it_launched_when_reading_the_answer_fails(monkeypatch):
+def test_an_unreadable_answer_is_fatal_and_the_fleet_is_deleted(monkeypatch):
     cloud = Cloud(load("e2b-emb4-g6"))
     cloud.expect_lookup("us-east-1")
     cloud.expect_fleet("us-east-1", {"Errors": [], "Instances": [placed("g6.xlarge",
@@ -448,14 +448,47 @@ def test_provision_tears_down_what_it_launched_when_reading_the_answer_fails(mon
         raise KeyError("surprise")
 
     monkeypatch.setattr(ec2_fleet, "read_response", broken)
-    with pytest.raises(KeyError):
+    with pytest.raises(ProvisionError) as caught:
         cloud.provider.provision("run-11", "us-east-1")
+    cloud.verify()
+    assert caught.value.kind == "fatal" and "surprise" in str(caught.value)
+    assert "placement" not in caught.value.detail  # deleted: nothing left for teardown
+
+
+def test_a_refused_region_whose_fleet_cannot_be_deleted_hands_it_to_teardown():
+    cloud = Cloud(load("e2b-emb4-g6"))
+    cloud.expect_lookup("us-east-1")
+    cloud.expect_fleet("us-east-1", {"Errors": [
+        refusal("g6.xlarge", "us-east-1a", "InsufficientInstanceCapacity")], "Instances": []})
+    cloud.ec2("us-east-1").add_client_error("delete_fleets", "UnauthorizedOperation")
+    with pytest.raises(ProvisionError) as caught:
+        cloud.provider.provision("run-12", "us-east-1")
+    cloud.verify()
+    assert caught.value.kind == "capacity"
+    assert caught.value.detail["placement"]["fleet_id"] == "fleet-us-east-1"
+    assert caught.value.detail["teardown"]["state"] == "retry-later"
+
+
+def test_an_interrupt_after_launching_still_deletes_the_fleet(monkeypatch):
+    cloud = Cloud(load("e2b-emb4-g6"))
+    cloud.expect_lookup("us-east-1")
+    cloud.expect_fleet("us-east-1", {"Errors": [], "Instances": [placed("g6.xlarge",
+                                                                         "us-east-1a")]})
+    cloud.expect_teardown("us-east-1")
+
+    def interrupted(*_):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(ec2_fleet, "read_response", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        cloud.provider.provision("run-13", "us-east-1")
     cloud.verify()
 
 
 @pytest.mark.parametrize("fleet_error,state", [
     ("unexpectedError", "retry-later"),  # must be asked again, not dropped
     ("fleetIdDoesNotExist", "deleted"),  # already gone
+    ("fleetNotInDeletableState", "deleted"),  # already deleted by an earlier call
 ])
 def test_teardown_judges_what_delete_fleets_answers(fleet_error, state):
     cloud = Cloud(load("e2b-emb4-g6"))
