@@ -34,24 +34,30 @@ class Cloud:
 
     def __init__(self, exp, **provider_kwargs):
         self.exp, self.sleeps, self.clients, self.stubs = exp, [], {}, {}
-        for region in AZS:
-            for service in ("ec2", "ssm"):
-                client = boto3.client(service, region_name=region, config=_CLIENT_CONFIG,
-                                      aws_access_key_id="test", aws_secret_access_key="test")
-                self.clients[(service, region)] = client
-                self.stubs[(service, region)] = Stubber(client)
-                self.stubs[(service, region)].activate()
-        self.provider = Ec2Provider(exp, clients=lambda s, r: self.clients[(s, r)],
-                                    sleep=self.sleeps.append, rng=random.Random(7),
-                                    now=lambda: NOW, **provider_kwargs)
+        self.provider = Ec2Provider(exp, clients=self.client, sleep=self.sleeps.append,
+                                    rng=random.Random(7), now=lambda: NOW, **provider_kwargs)
+
+    def client(self, service, region):
+        """A stubbed client, made on first use (an unexpected call still fails)."""
+        if (service, region) not in self.clients:
+            client = boto3.client(service, region_name=region, config=_CLIENT_CONFIG,
+                                  aws_access_key_id="test", aws_secret_access_key="test")
+            self.clients[(service, region)] = client
+            self.stubs[(service, region)] = Stubber(client)
+            self.stubs[(service, region)].activate()
+        return self.clients[(service, region)]
+
+    def stub(self, service, region):
+        self.client(service, region)
+        return self.stubs[(service, region)]
 
     def ec2(self, region):
-        return self.stubs[("ec2", region)]
+        return self.stub("ec2", region)
 
     def expect_lookup(self, region, offered=None, throttled=0):
         """The SSM reads, DescribeSubnets and DescribeInstanceTypeOfferings of a region."""
         types = [t for t in self.exp.ec2.instance_types]
-        ssm = self.stubs[("ssm", region)]
+        ssm = self.stub("ssm", region)
         ids = {t: f"lt-{region}-{t}" for t in types}
         ssm.add_response("get_parameter", {"Parameter": {"Value": json.dumps(ids)}},
                          {"Name": f"/benchstack/ec2/{self.exp.name}/launch-templates"})
@@ -235,7 +241,7 @@ def test_a_fatal_error_in_the_request_itself_stops():
 
 def test_a_missing_stack_says_which_to_deploy():
     cloud = Cloud(load("e2b-emb4-g6"))
-    cloud.stubs[("ssm", "us-west-2")].add_client_error("get_parameter", "ParameterNotFound")
+    cloud.stub("ssm", "us-west-2").add_client_error("get_parameter", "ParameterNotFound")
     with pytest.raises(ProvisionError, match="deploy Benchstack-Exp-e2b-emb4-g6-us-west-2"):
         cloud.provider.provision("run-5", "us-west-2")
 
@@ -287,7 +293,7 @@ def test_throttling_is_retried_with_backoff_and_jitter():
 
 def test_throttling_gives_up_after_bounded_attempts():
     cloud = Cloud(load("e2b-emb4-g6"))
-    client = cloud.clients[("ec2", "us-east-1")]
+    client = cloud.client("ec2", "us-east-1")
     for _ in range(3):
         cloud.ec2("us-east-1").add_client_error("describe_subnets", "RequestLimitExceeded")
     sleeps = []
@@ -333,7 +339,8 @@ class Engine:
 
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.05},
+                         daemon=True).start()
 
     def close(self):
         self.server.shutdown()
