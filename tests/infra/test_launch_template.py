@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import json
 
+import cfnlint.api
 import pytest
 
 from benchstack_constructs.launch_template import AMI_PARAMETERS
@@ -163,6 +164,7 @@ def test_an_ecr_engine_image_gets_pull_rights_on_its_repository_only(tmp_path):
     script = user_data(launch_templates(template)["g5g.2xlarge"]["LaunchTemplateData"])
     assert "ECR_REGISTRY=123456789012.dkr.ecr.us-west-2.amazonaws.com" in script
     assert "ECR_REGION=us-west-2" in script
+    assert list(cfnlint.api.lint(json.dumps(template), regions=["us-east-1"])) == []
 
 
 def test_a_public_engine_image_gets_no_ecr_rights(templates):
