@@ -130,8 +130,9 @@ class Ec2Provider(Provider):
             error = ec2_fleet.refusal_error(region, placement["refused"], cfg.market, placement)
             raise self._failed_after_launch(placement, error)
         placement.update(placed)
-        placement["launch_template_id"] = next(c.launch_template_id for c in chosen
-                                               if c.instance_type == placed["instance_type"])
+        placement["launch_template_id"] = next((c.launch_template_id for c in chosen
+                                                if c.instance_type == placed["instance_type"]),
+                                               None)
         return placement
 
     def _failed_after_launch(self, placement: dict[str, Any],
