@@ -58,11 +58,13 @@ for part in models compile; do
 done
 
 # 4. The cache push, run by the engine unit after the engine stops (shutdown included).
+#    Symlinks are not followed: the Hugging Face cache links snapshots to blobs, and the
+#    hub recreates the links from the restored blobs without downloading them again.
 cat > /usr/local/sbin/benchstack-cache-push <<PUSH
 #!/bin/bash
 export AWS_DEFAULT_REGION=$AWS_DEFAULT_REGION
 for part in models compile; do
-  aws s3 sync --only-show-errors "$CACHE_ROOT/\$part/" "$CACHE_URI/\$part/" \\
+  aws s3 sync --only-show-errors --no-follow-symlinks "$CACHE_ROOT/\$part/" "$CACHE_URI/\$part/" \\
     && echo "benchstack: pushed \$part cache" || echo "benchstack: push of \$part cache failed"
 done
 PUSH
