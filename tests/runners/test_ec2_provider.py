@@ -1,5 +1,6 @@
-"""The EC2 provider against recorded API shapes (botocore Stubber: moto places the first
-override and cannot refuse capacity) and a real HTTP engine stand-in on 127.0.0.1."""
+"""The EC2 provider: EC2 against recorded API shapes (botocore Stubber: moto places the
+first override and cannot refuse capacity), SSM on moto, and a real HTTP engine stand-in
+on 127.0.0.1."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from pathlib import Path
 import boto3
 import pytest
 from botocore.stub import ANY, Stubber
+from moto import mock_aws
 
 from runners import ec2_api, ec2_fleet, experiment
 from runners.providers import for_experiment
@@ -38,7 +40,13 @@ class Cloud:
                                     rng=random.Random(7), now=lambda: NOW, **provider_kwargs)
 
     def client(self, service, region):
-        """A stubbed client, made on first use (an unexpected call still fails)."""
+        """EC2: a stubbed client made on first use (an unexpected call fails). SSM: moto."""
+        if service == "ssm":
+            if ("ssm", region) not in self.clients:
+                self.clients[("ssm", region)] = boto3.client(
+                    "ssm", region_name=region, aws_access_key_id="test",
+                    aws_secret_access_key="test")
+            return self.clients[("ssm", region)]
         if (service, region) not in self.clients:
             client = boto3.client(service, region_name=region, config=_CLIENT_CONFIG,
                                   aws_access_key_id="test", aws_secret_access_key="test")
@@ -57,13 +65,13 @@ class Cloud:
     def expect_lookup(self, region, offered=None, throttled=0):
         """The SSM reads, DescribeSubnets and DescribeInstanceTypeOfferings of a region."""
         types = [t for t in self.exp.ec2.instance_types]
-        ssm = self.stub("ssm", region)
+        ssm = self.client("ssm", region)  # what the two stacks publish, on moto
         ids = {t: f"lt-{region}-{t}" for t in types}
-        ssm.add_response("get_parameter", {"Parameter": {"Value": json.dumps(ids)}},
-                         {"Name": f"/benchstack/ec2/{self.exp.name}/launch-templates"})
+        ssm.put_parameter(Name=f"/benchstack/ec2/{self.exp.name}/launch-templates",
+                          Value=json.dumps(ids), Type="String", Overwrite=True)
         subnets = [f"subnet-{az}" for az in AZS[region]]
-        ssm.add_response("get_parameter", {"Parameter": {"Value": ",".join(subnets)}},
-                         {"Name": "/benchstack/foundation/public-subnet-ids"})
+        ssm.put_parameter(Name="/benchstack/foundation/public-subnet-ids",
+                          Value=",".join(subnets), Type="String", Overwrite=True)
         self.ec2(region).add_response(
             "describe_subnets",
             {"Subnets": [{"SubnetId": f"subnet-{az}", "AvailabilityZone": az}
@@ -124,6 +132,13 @@ def place(provider, run_id, regions):
             if exc.kind != ProvisionError.CAPACITY:
                 raise
     raise ProvisionError(ProvisionError.CAPACITY, "nowhere", {"tried": tried})
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _moto():
+    """One moto for the module: its SSM loads AWS's public parameters once per region."""
+    with mock_aws():
+        yield
 
 
 def test_the_registry_builds_the_ec2_provider():
@@ -241,7 +256,9 @@ def test_a_fatal_error_in_the_request_itself_stops():
 
 def test_a_missing_stack_says_which_to_deploy():
     cloud = Cloud(load("e2b-emb4-g6"))
-    cloud.stub("ssm", "us-west-2").add_client_error("get_parameter", "ParameterNotFound")
+    ssm = cloud.client("ssm", "us-west-2")
+    ssm.delete_parameters(Names=["/benchstack/ec2/e2b-emb4-g6/launch-templates",
+                                 "/benchstack/foundation/public-subnet-ids"])
     with pytest.raises(ProvisionError, match="deploy Benchstack-Exp-e2b-emb4-g6-us-west-2"):
         cloud.provider.provision("run-5", "us-west-2")
 
