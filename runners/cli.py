@@ -47,6 +47,24 @@ def _cmd_validate(args: argparse.Namespace) -> int:
     return 2 if bad else 0
 
 
+def _cmd_user_data(args: argparse.Namespace) -> int:
+    exp = experiment.find(args.experiments, args.name)
+    if exp.ec2 is None:
+        print(f"error: {exp.source}: backend: {exp.backend!r}; user-data is for backend "
+              "'ec2'", file=sys.stderr)
+        return 2
+    itype = args.instance_type or exp.ec2.instance_types[0]
+    if itype not in exp.ec2.instance_types:
+        print(f"error: {exp.source}: ec2.instance_types: {itype!r} is not one of "
+              f"{', '.join(exp.ec2.instance_types)}", file=sys.stderr)
+        return 2
+    # The renderer sits beside the launch template construct; it is pure Python.
+    from benchstack_constructs.launch_template_user_data import EngineLaunch, render
+
+    print(render(EngineLaunch(exp, itype, args.cache_bucket)), end="")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m runners", description=__doc__.splitlines()[0])
     parser.add_argument("--experiments", type=Path, default=EXPERIMENTS_DIR,
@@ -56,6 +74,13 @@ def build_parser() -> argparse.ArgumentParser:
     validate = sub.add_parser("validate", help="validate experiment files (all by default)")
     validate.add_argument("files", nargs="*", help="experiment files; default: all")
     validate.set_defaults(func=_cmd_validate)
+    user_data = sub.add_parser("user-data", help="print the boot script of an ec2 experiment's "
+                                                 "launch template")
+    user_data.add_argument("name", help="experiment name")
+    user_data.add_argument("--instance-type", help="default: the experiment's first")
+    user_data.add_argument("--cache-bucket", default="CACHE-BUCKET",
+                           help="cache bucket name to show (deploy fills in the real one)")
+    user_data.set_defaults(func=_cmd_user_data)
     return parser
 
 

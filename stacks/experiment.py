@@ -8,9 +8,12 @@ from __future__ import annotations
 
 import json
 
-from aws_cdk import Environment, Stack, Tags
+from aws_cdk import CfnOutput, Environment, Stack, Tags
+from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_ssm as ssm
 from constructs import Construct
+
+from benchstack_constructs.launch_template import EngineLaunchTemplates
 
 from runners import tags
 from runners.experiment import Experiment
@@ -43,3 +46,32 @@ class ExperimentStack(Stack):
                   else ssm.ParameterTier.ADVANCED),
             description=f"benchstack experiment {experiment.name}: validated definition",
         )
+        if experiment.backend == "ec2":
+            self._ec2_engines(experiment)
+
+    def _ec2_engines(self, experiment: Experiment) -> None:
+        """Launch templates per instance type; runners find them through SSM.
+
+        The foundation's cache bucket and security group are read from its SSM parameters
+        at deploy time, not imported: cross-stack exports would pin the foundation."""
+        def foundation_value(key: str) -> str:
+            return ssm.StringParameter.value_for_string_parameter(
+                self, names.foundation_parameter(key))
+
+        self.engines = EngineLaunchTemplates(
+            self, "Engines", experiment=experiment,
+            cache_bucket_name=foundation_value("cache-bucket"),
+            security_group=ec2.SecurityGroup.from_security_group_id(
+                self, "EngineSecurityGroup", foundation_value("engine-security-group-id"),
+                mutable=False),
+        )
+        ids = self.engines.template_ids
+        ssm.StringParameter(
+            self, "LaunchTemplateIds",
+            parameter_name=names.ec2_launch_templates_parameter(experiment.name),
+            string_value=self.to_json_string(ids),
+            description=f"benchstack {experiment.name}: launch template id per instance type",
+        )
+        for itype, template_id in ids.items():
+            CfnOutput(self, f"LaunchTemplate{itype.replace('.', '')}", value=template_id,
+                      description=f"launch template for {itype}")

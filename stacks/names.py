@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from runners.ec2_fleet import LAUNCH_TEMPLATES_PARAMETER
+
 PREFIX = "Benchstack"
 SSM_ROOT = "/benchstack"
 
@@ -21,3 +23,9 @@ def foundation_parameter(key: str) -> str:
 
 def experiment_parameter(name: str) -> str:
     return f"{SSM_ROOT}/experiments/{name}"
+
+
+def ec2_launch_templates_parameter(name: str) -> str:
+    """JSON {instance type: launch template id} of an EC2 experiment, in each of its regions;
+    the EC2 provider reads it (the name is defined beside the runner, which has no CDK)."""
+    return LAUNCH_TEMPLATES_PARAMETER.format(experiment=name)

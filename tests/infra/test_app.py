@@ -21,8 +21,8 @@ def test_one_stack_per_experiment_and_region_plus_foundations(templates, experim
 
 def test_experiment_stack_carries_the_validated_definition(templates):
     template = templates[names.experiment("e2b-fp16-g5g", "us-east-1")]
-    (param,) = [r for r in template["Resources"].values() if r["Type"] == "AWS::SSM::Parameter"]
-    assert param["Properties"]["Name"] == names.experiment_parameter("e2b-fp16-g5g")
+    (param,) = [r for r in template["Resources"].values() if r["Type"] == "AWS::SSM::Parameter"
+                and r["Properties"]["Name"] == names.experiment_parameter("e2b-fp16-g5g")]
     snapshot = json.loads(param["Properties"]["Value"])
     assert snapshot["ec2"]["instance_types"] == ["g5g.2xlarge", "g5g.4xlarge"]
     assert snapshot["engine"]["dtype"] == "float16"

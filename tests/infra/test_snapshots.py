@@ -1,11 +1,13 @@
 """A snapshot of every synthesized template: any change to the infrastructure shows up
 as a reviewable diff. Update with `./dev test --snapshot-update` when it is intended."""
 
+import json
+
 import pytest
 from syrupy.extensions.json import JSONSnapshotExtension
 
 from runners import experiment
-from tests.conftest import EXPERIMENTS_DIR
+from tests.conftest import EXPERIMENTS_DIR, ROOT
 from tests.infra.templates import masked
 
 
@@ -27,6 +29,12 @@ def snapshot_json(snapshot):
 
 def test_every_stack_is_snapshotted(templates):
     assert sorted(templates) == sorted(_stack_names())
+
+
+def test_templates_do_not_depend_on_the_checkout_folder(templates):
+    """A path of this checkout in a template would make every snapshot fail elsewhere."""
+    leaks = [name for name, t in templates.items() if str(ROOT) in json.dumps(t)]
+    assert leaks == []
 
 
 @pytest.mark.parametrize("stack_name", _stack_names())

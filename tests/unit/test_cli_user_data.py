@@ -1,0 +1,30 @@
+"""`python -m runners user-data`: the boot script an EC2 experiment's instances run."""
+
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def run(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "runners", *args], cwd=ROOT,
+                          capture_output=True, text=True, timeout=60)
+
+
+def test_prints_the_script_with_its_device_policy():
+    out = run("user-data", "e2b-fp16-g5g", "--instance-type", "g5g.4xlarge",
+              "--cache-bucket", "my-cache")
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.startswith("#!/bin/bash\n")
+    assert "instance_type=g5g.4xlarge" in out.stdout
+    assert "compute_dtype=float16" in out.stdout
+    assert "CACHE_URI=s3://my-cache/engines/e2b-fp16-g5g" in out.stdout
+
+
+def test_wrong_backend_or_type_is_one_line():
+    for args in (("nova-micro-bedrock",), ("e2b-fp16-g5g", "--instance-type", "g6.xlarge")):
+        out = run("user-data", *args)
+        assert out.returncode == 2
+        assert len(out.stderr.strip().splitlines()) == 1, out.stderr
+        assert "Traceback" not in out.stderr
