@@ -8,11 +8,12 @@ from __future__ import annotations
 
 import json
 
-from aws_cdk import Environment, Stack, Tags
+from aws_cdk import CfnOutput, Environment, Stack, Tags
 from aws_cdk import aws_ssm as ssm
 from constructs import Construct
 
-from runners import tags
+from benchstack_constructs.sagemaker_endpoint import VllmSageMakerEndpoint
+from runners import sagemaker_names, tags
 from runners.experiment import Experiment
 from stacks import names
 from stacks.foundation import FoundationStack
@@ -43,3 +44,25 @@ class ExperimentStack(Stack):
                   else ssm.ParameterTier.ADVANCED),
             description=f"benchstack experiment {experiment.name}: validated definition",
         )
+        self.sagemaker = None
+        if experiment.backend == "sagemaker":
+            self.sagemaker = VllmSageMakerEndpoint(self, "Vllm", experiment=experiment)
+            self._publish_sagemaker_names(experiment.name)
+
+    def _publish_sagemaker_names(self, name: str) -> None:
+        """SSM parameters the runners read in this region; stack outputs for people."""
+        values = {
+            sagemaker_names.ENDPOINT_CONFIG_NAME:
+                self.sagemaker.endpoint_config.attr_endpoint_config_name,
+            sagemaker_names.MODEL_NAME: self.sagemaker.model.attr_model_name,
+            sagemaker_names.EXECUTION_ROLE_ARN: self.sagemaker.role.role_arn,
+        }
+        for key, value in values.items():
+            construct_id = "".join(part.title() for part in key.split("-"))
+            ssm.StringParameter(
+                self, f"{construct_id}Parameter",
+                parameter_name=sagemaker_names.parameter(name, key),
+                string_value=value,
+                description=f"benchstack experiment {name}: SageMaker {key}",
+            )
+            CfnOutput(self, construct_id, value=value, description=key)
