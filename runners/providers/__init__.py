@@ -11,7 +11,9 @@ from runners.providers.base import Provider
 
 # backend name -> "module:Class", imported lazily so a laptop run never imports what
 # it does not use.
-REGISTRY: dict[str, str] = {}
+REGISTRY: dict[str, str] = {
+    "sagemaker": "runners.providers.sagemaker:SageMakerProvider",
+}
 
 
 def for_experiment(experiment, **kwargs) -> Provider:
