@@ -159,14 +159,14 @@ def _stack(exp, region="us-east-2"):
     return app, stack, construct.VllmSageMakerEndpoint(stack, "Vllm", experiment=exp)
 
 
-def _synth_one(tmp_path, exp):
-    built, assembly = synth([exp], tmp_path)
+def _synth_one(tmp_path, exp, validate=False):
+    built, assembly = synth([exp], tmp_path, validate=validate)
     return assembly.get_stack_by_name(names.experiment(exp.name, exp.regions[0])).template
 
 
 def test_serve_mode_adds_a_long_lived_endpoint_named_inside_the_grants(tmp_path):
     exp = sagemaker_experiment(regions=["us-east-2"], sagemaker__mode="serve")
-    template = _synth_one(tmp_path, exp)
+    template = _synth_one(tmp_path, exp, validate=True)  # cdk-nag clean with the endpoint
     endpoint = only(template, "AWS::SageMaker::Endpoint")["Properties"]
     assert endpoint["EndpointName"] == sagemaker_names.endpoint_name("sm-test", "serve")
     config_id = next(iter(resources(template, "AWS::SageMaker::EndpointConfig")))

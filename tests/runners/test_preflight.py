@@ -2,6 +2,10 @@
 and clear one-line failures. No test touches the network."""
 
 import json
+import os
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
@@ -11,6 +15,7 @@ from tests.runners.hub_fixtures import (GEMMA_LIKE_TEXT, FakeHub, LoopbackHub, d
                                         w4a16_model)
 
 REPO = "acme/gemma-like-w4a16"
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture
@@ -182,3 +187,32 @@ def test_a_header_length_beyond_the_format_limit_is_not_downloaded(hub):
     with pytest.raises(preflight.PreflightError, match="declares a 1000000000000-byte header"):
         preflight.run(sagemaker_experiment(), fetch=hub.fetch)
     assert hub.log[-1][1] == "bytes=0-7"
+
+
+def _cli(served, *args):
+    env = {**os.environ, "HF_ENDPOINT": served.url}
+    return subprocess.run([sys.executable, "-m", "runners", *args], cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=60)
+
+
+def test_cli_preflight_reports_the_fit(hub, served):
+    hub.add("xbill9/gemma-4-E2B-it-qat-q4_0-w4a16-ct-text-emb4",
+            w4a16_model(ignore=["re:.*vision_tower.*"]))
+    out = _cli(served, "preflight", "e2b-emb4-ml-g6")
+    assert out.returncode == 0, out.stderr
+    lines = out.stdout.splitlines()
+    assert lines[0] == ("ok     xbill9/gemma-4-E2B-it-qat-q4_0-w4a16-ct-text-emb4: 29 tensors, "
+                        "ignore list checked")
+    assert lines[1].startswith("ok     fits ml.g6.xlarge: weights 0.77 GiB + KV 0.02 GiB "
+                               "(max_model_len 8192) <= 20.24 GiB usable")
+    assert lines[2] == "note   last 2 layers share earlier layers' KV cache"
+
+
+def test_cli_preflight_failure_is_one_line(hub, served):
+    hub.add("google/gemma-4-E2B-it-qat-w4a16-ct", w4a16_model(ignore=[]))
+    out = _cli(served, "preflight", "e2b-qat-w4a16-ml-g6")
+    assert out.returncode == 2
+    assert "Traceback" not in out.stderr
+    (line,) = out.stderr.strip().splitlines()
+    assert line.startswith("preflight failed: google/gemma-4-E2B-it-qat-w4a16-ct: 1 Linear "
+                           "layer(s) stored at 16-bit are missing from quantization_config.ignore")

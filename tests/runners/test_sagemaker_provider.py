@@ -1,6 +1,7 @@
 """The SageMaker provider and the region-fallback driver against a fake AWS: Stubber for
 SageMaker (pools, capacity and Creating states moto cannot produce), moto for SSM/SNS/SQS."""
 
+import json
 import sys
 import types
 
@@ -72,6 +73,7 @@ def test_a_capacity_failure_in_region_1_places_the_endpoint_in_region_2():
     assert _events(refused["timeline"]) == ["create_requested", "creating", "failed",
                                             "delete_requested"]
     assert placement["preflight"]["ignore_list"] == "checked"
+    assert json.loads(json.dumps(placement)) == placement  # carried between Lambda states
 
 
 def test_the_endpoint_is_created_from_the_stacks_config_with_the_billable_tags():
