@@ -158,8 +158,14 @@ class Experiment:
         return hardware.compute_dtype(instance_type)
 
     def to_dict(self) -> dict[str, Any]:
-        """A JSON-ready snapshot, kept with every run and stack."""
-        return dataclasses.asdict(self)
+        """A JSON-ready snapshot, kept with every run and stack.
+
+        `source` is left out: it is where this checkout keeps the file, and a snapshot
+        must not change with the folder it was made in.
+        """
+        snapshot = dataclasses.asdict(self)
+        del snapshot["source"]
+        return snapshot
 
 
 # ---------------------------------------------------------------- reading TOML tables strictly

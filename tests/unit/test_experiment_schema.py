@@ -191,6 +191,7 @@ def test_snapshot_round_trips_to_json_ready_dict():
     assert snap["sagemaker"]["instance_pools"][0] == {"instance_type": "ml.g6.xlarge",
                                                      "priority": 1}
     assert snap["regions"] == ("us-east-2", "us-east-1")
+    assert "source" not in snap  # the checkout's path must not leak into templates
 
 
 def _toml(data: dict) -> str:
