@@ -45,6 +45,7 @@ class ExperimentStack(Stack):
             description=f"benchstack experiment {experiment.name}: validated definition",
         )
         self.sagemaker = None
+        self.runner_parameters: list[ssm.StringParameter] = []  # grant_read them to runners
         if experiment.backend == "sagemaker":
             self.sagemaker = VllmSageMakerEndpoint(self, "Vllm", experiment=experiment)
             self._publish_sagemaker_names(experiment.name)
@@ -59,10 +60,10 @@ class ExperimentStack(Stack):
         }
         for key, value in values.items():
             construct_id = "".join(part.title() for part in key.split("-"))
-            ssm.StringParameter(
+            self.runner_parameters.append(ssm.StringParameter(
                 self, f"{construct_id}Parameter",
                 parameter_name=sagemaker_names.parameter(name, key),
                 string_value=value,
                 description=f"benchstack experiment {name}: SageMaker {key}",
-            )
+            ))
             CfnOutput(self, construct_id, value=value, description=key)

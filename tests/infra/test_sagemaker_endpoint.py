@@ -161,12 +161,12 @@ def _stack(exp, region="us-east-2"):
 
 def _synth_one(tmp_path, exp, validate=False):
     built, assembly = synth([exp], tmp_path, validate=validate)
-    return assembly.get_stack_by_name(names.experiment(exp.name, exp.regions[0])).template
+    return built, assembly.get_stack_by_name(names.experiment(exp.name, exp.regions[0])).template
 
 
 def test_serve_mode_adds_a_long_lived_endpoint_named_inside_the_grants(tmp_path):
     exp = sagemaker_experiment(regions=["us-east-2"], sagemaker__mode="serve")
-    template = _synth_one(tmp_path, exp, validate=True)  # cdk-nag clean with the endpoint
+    built, template = _synth_one(tmp_path, exp, validate=True)  # cdk-nag clean with it
     endpoint = only(template, "AWS::SageMaker::Endpoint")["Properties"]
     assert endpoint["EndpointName"] == sagemaker_names.endpoint_name("sm-test", "serve")
     config_id = next(iter(resources(template, "AWS::SageMaker::EndpointConfig")))
@@ -174,6 +174,12 @@ def test_serve_mode_adds_a_long_lived_endpoint_named_inside_the_grants(tmp_path)
     found = {t["Key"]: t["Value"] for t in endpoint["Tags"]}
     assert found["benchstack:component"] == "serve-endpoint"
     assert tags.MANAGED not in found  # long-lived by choice: the watchdog leaves it
+    # the stack hands its runner parameters out, for the workflow to grant_read
+    (stack,) = built.experiments
+    assert [p.node.default_child.name for p in stack.runner_parameters] == [
+        sagemaker_names.parameter("sm-test", key) for key in (
+            sagemaker_names.ENDPOINT_CONFIG_NAME, sagemaker_names.MODEL_NAME,
+            sagemaker_names.EXECUTION_ROLE_ARN)]
 
 
 def test_custom_timeouts_and_extra_flags_reach_the_template(tmp_path):
@@ -183,7 +189,7 @@ def test_custom_timeouts_and_extra_flags_reach_the_template(tmp_path):
                              "container_startup_health_check_s": 1200},
         engine__extra_flags={"max-num-seqs": 16, "enable-prefix-caching": False,
                              "enforce-eager": True, "kv-cache-dtype": "fp8"})
-    template = _synth_one(tmp_path, exp)
+    _, template = _synth_one(tmp_path, exp)
     variant = _variant(template)
     assert (variant["ModelDataDownloadTimeoutInSeconds"],
             variant["VariantInstanceProvisionTimeoutInSeconds"],
