@@ -94,7 +94,7 @@ class SageMakerProvider(Provider):
         ssm = self._client("ssm", region)
         answer = self._retry(lambda: ssm.get_parameters(Names=list(wanted)))
         found = {wanted[p["Name"]]: p["Value"] for p in answer.get("Parameters", [])}
-        missing = sorted(set(wanted) - {names.parameter(self.experiment.name, k) for k in found})
+        missing = sorted(name for name, key in wanted.items() if key not in found)
         if missing:
             raise ProvisionError(
                 ProvisionError.FATAL,

@@ -43,17 +43,20 @@ class FakeHub:
     """repo -> {filename: bytes}; `status` overrides (e.g. 401 for a gated repo); `log`
     records every (path, range) asked for."""
 
-    def __init__(self):
+    def __init__(self, *, redirect_weights: bool = False):
         self.repos: dict[str, dict[str, bytes]] = {}
         self.status: dict[str, int] = {}
         self.log: list[tuple[str, str | None]] = []
+        self.redirect_weights = redirect_weights  # like the Hub: weights live on a CDN
 
     def add(self, repo: str, files: dict[str, bytes]) -> None:
         self.repos[repo] = files
 
     def answer(self, path: str, range_header: str | None) -> tuple[int, bytes]:
         self.log.append((path, range_header))
-        match = re.fullmatch(r"/(.+?/.+?)/resolve/main/(.+)", path)
+        if self.redirect_weights and path.endswith(".safetensors") and not path.startswith("/cdn"):
+            return 302, f"/cdn{path}".encode()
+        match = re.fullmatch(r"(?:/cdn)?/(.+?/.+?)/resolve/main/(.+)", path)
         if not match:
             return 404, b""
         repo, filename = match.groups()
@@ -86,6 +89,9 @@ class LoopbackHub:
             def do_GET(self):  # noqa: N802 - http.server's name
                 status, body = outer.hub.answer(self.path, self.headers.get("Range"))
                 self.send_response(status)
+                if status == 302:
+                    self.send_header("Location", body.decode())
+                    body = b""
                 self.send_header("Content-Length", str(len(body)))
                 self.end_headers()
                 self.wfile.write(body)

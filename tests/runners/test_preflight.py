@@ -46,6 +46,16 @@ def test_a_consistent_w4a16_checkpoint_passes_over_http_reading_headers_only(hub
     assert len(hub.log) == 2 + 2 * 2
 
 
+def test_range_headers_survive_the_redirect_to_the_weights_cdn():
+    hub = FakeHub(redirect_weights=True)
+    hub.add(REPO, w4a16_model(ignore=["re:.*vision_tower.*"]))
+    with LoopbackHub(hub) as served:
+        report = preflight.run(sagemaker_experiment(), base_url=served.url)
+    assert report["tensors"] == 29
+    cdn = [(path, rng) for path, rng in hub.log if path.startswith("/cdn/")]
+    assert len(cdn) == 4 and all(rng and rng.startswith("bytes=") for _, rng in cdn)
+
+
 def test_a_16bit_linear_missing_from_the_ignore_list_stops_the_run(hub, served):
     """The seed article's failure: vision_embedder.patch_dense left at 16-bit, not ignored."""
     hub.add(REPO, w4a16_model(ignore=["re:.*vision_tower.*"],
