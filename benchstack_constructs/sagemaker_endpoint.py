@@ -125,8 +125,8 @@ class VllmSageMakerEndpoint(Construct):
     """Model + endpoint config (+ endpoint in "serve" mode) for one experiment in the
     stack's region.
 
-    Attributes: `role` (execution role), `model`, `endpoint_config`, `endpoint` (None
-    unless serve mode), `image_uri`, `environment`.
+    Attributes: `role` (execution role) and its `execution_policy`, `model`,
+    `endpoint_config`, `endpoint` (None unless serve mode), `image_uri`, `environment`.
     """
 
     def __init__(self, scope: Construct, construct_id: str, *, experiment: Experiment):
@@ -145,7 +145,7 @@ class VllmSageMakerEndpoint(Construct):
             service="sagemaker", resource="endpoint",
             resource_name=names.endpoint_name_pattern(experiment.name))
 
-        self.role = self._execution_role(stack, region, experiment.name)
+        self.role, self.execution_policy = self._execution_role(stack, region, experiment.name)
         self.model = sagemaker.CfnModel(
             self, "Model",
             execution_role_arn=self.role.role_arn,
@@ -187,7 +187,8 @@ class VllmSageMakerEndpoint(Construct):
             )
             Tags.of(self.endpoint).add("benchstack:component", "serve-endpoint")
 
-    def _execution_role(self, stack: Stack, region: str, experiment: str) -> iam.Role:
+    def _execution_role(self, stack: Stack, region: str,
+                        experiment: str) -> tuple[iam.Role, iam.Policy]:
         """What the container needs and nothing more: pull the vLLM image, write its own
         endpoint's logs and metrics. Weights come from the Hugging Face Hub, not S3."""
         role = iam.Role(
@@ -202,7 +203,7 @@ class VllmSageMakerEndpoint(Construct):
         log_group_arn = stack.format_arn(
             service="logs", resource="log-group", resource_name=log_group,
             arn_format=ArnFormat.COLON_RESOURCE_NAME)
-        self.execution_policy = iam.Policy(self, "ExecutionPolicy", roles=[role], statements=[
+        policy = iam.Policy(self, "ExecutionPolicy", roles=[role], statements=[
             iam.PolicyStatement(
                 actions=["ecr:BatchCheckLayerAvailability", "ecr:BatchGetImage",
                          "ecr:GetDownloadUrlForLayer"],
@@ -216,16 +217,16 @@ class VllmSageMakerEndpoint(Construct):
                 actions=["cloudwatch:PutMetricData"], resources=["*"],
                 conditions={"StringEquals": {"cloudwatch:namespace": names.LOG_GROUP_ROOT}}),
         ])
-        acknowledge(self.execution_policy, "AwsSolutions-IAM5[Resource::*]",
+        acknowledge(policy, "AwsSolutions-IAM5[Resource::*]",
                     "ecr:GetAuthorizationToken and cloudwatch:PutMetricData have no resource "
                     "types; PutMetricData is limited to the SageMaker endpoint namespace.")
         # cdk-nag names the finding by the rendered ARN (account as <AWS::AccountId>).
         stream_finding = (f"arn:{stack.partition}:logs:{region}:<AWS::AccountId>:log-group:"
                           f"{log_group}:log-stream:*")
-        acknowledge(self.execution_policy, f"AwsSolutions-IAM5[Resource::{stream_finding}]",
+        acknowledge(policy, f"AwsSolutions-IAM5[Resource::{stream_finding}]",
                     "SageMaker names log streams at run time; they are limited to this "
                     "experiment's endpoint log groups.")
-        return role
+        return role, policy
 
     # ------------------------------------------------------------------ grants
 
