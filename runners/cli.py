@@ -65,6 +65,26 @@ def _cmd_user_data(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_preflight(args: argparse.Namespace) -> int:
+    from runners import preflight  # only this command reads the Hub
+
+    exp = experiment.find(args.experiments, args.experiment)
+    try:
+        report = preflight.run(exp)
+    except preflight.PreflightError as exc:
+        print(f"preflight failed: {exc}", file=sys.stderr)
+        return 2
+    memory = report["memory"]
+    print(f"ok     {exp.model.id}: {report['tensors']} tensors, ignore list "
+          f"{report['ignore_list']}")
+    print(f"ok     fits {memory['instance_type']}: weights {memory['weights_gib']:.2f} GiB + KV "
+          f"{memory['kv_cache_gib']:.2f} GiB (max_model_len {memory['max_model_len']}) <= "
+          f"{memory['usable_gib']:.2f} GiB usable")
+    for assumption in memory["assumptions"]:
+        print(f"note   {assumption}")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m runners", description=__doc__.splitlines()[0])
     parser.add_argument("--experiments", type=Path, default=EXPERIMENTS_DIR,
@@ -81,6 +101,10 @@ def build_parser() -> argparse.ArgumentParser:
     user_data.add_argument("--cache-bucket", default="CACHE-BUCKET",
                            help="cache bucket name to show (deploy fills in the real one)")
     user_data.set_defaults(func=_cmd_user_data)
+    check = sub.add_parser("preflight", help="check a vLLM experiment's model against its "
+                                             "hardware (reads headers from the Hugging Face Hub)")
+    check.add_argument("experiment", help="experiment name")
+    check.set_defaults(func=_cmd_preflight)
     return parser
 
 

@@ -322,9 +322,11 @@ def _sagemaker(t: _Table) -> SageMaker:
     timeouts_t = t.table("timeouts", required=False)
     timeouts = dt
     if timeouts_t:
-        # SageMaker accepts 60 s to 3600 s for each of these timeouts.
+        # The SageMaker API's ranges: 60-3600 s, but 300-3600 s for instance provisioning.
+        lowest = {"variant_instance_provision_s": 300}
         timeouts = SageMakerTimeouts(*(
-            timeouts_t.scalar(f.name, int, getattr(dt, f.name), lo=60, hi=3600)
+            timeouts_t.scalar(f.name, int, getattr(dt, f.name), lo=lowest.get(f.name, 60),
+                              hi=3600)
             for f in dataclasses.fields(SageMakerTimeouts)
         ))
         timeouts_t.done()

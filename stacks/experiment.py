@@ -14,8 +14,8 @@ from aws_cdk import aws_ssm as ssm
 from constructs import Construct
 
 from benchstack_constructs.launch_template import EngineLaunchTemplates
-
-from runners import tags
+from benchstack_constructs.sagemaker_endpoint import VllmSageMakerEndpoint
+from runners import sagemaker_names, tags
 from runners.experiment import Experiment
 from stacks import names
 from stacks.foundation import FoundationStack
@@ -46,6 +46,11 @@ class ExperimentStack(Stack):
                   else ssm.ParameterTier.ADVANCED),
             description=f"benchstack experiment {experiment.name}: validated definition",
         )
+        self.sagemaker = None
+        self.runner_parameters: list[ssm.StringParameter] = []  # grant_read them to runners
+        if experiment.backend == "sagemaker":
+            self.sagemaker = VllmSageMakerEndpoint(self, "Vllm", experiment=experiment)
+            self._publish_sagemaker_names(experiment.name)
         if experiment.backend == "ec2":
             self._ec2_engines(experiment)
 
@@ -75,3 +80,21 @@ class ExperimentStack(Stack):
         for itype, template_id in ids.items():
             CfnOutput(self, f"LaunchTemplate{itype.replace('.', '')}", value=template_id,
                       description=f"launch template for {itype}")
+
+    def _publish_sagemaker_names(self, name: str) -> None:
+        """SSM parameters the runners read in this region; stack outputs for people."""
+        values = {
+            sagemaker_names.ENDPOINT_CONFIG_NAME:
+                self.sagemaker.endpoint_config.attr_endpoint_config_name,
+            sagemaker_names.MODEL_NAME: self.sagemaker.model.attr_model_name,
+            sagemaker_names.EXECUTION_ROLE_ARN: self.sagemaker.role.role_arn,
+        }
+        for key, value in values.items():
+            construct_id = "".join(part.title() for part in key.split("-"))
+            self.runner_parameters.append(ssm.StringParameter(
+                self, f"{construct_id}Parameter",
+                parameter_name=sagemaker_names.parameter(name, key),
+                string_value=value,
+                description=f"benchstack experiment {name}: SageMaker {key}",
+            ))
+            CfnOutput(self, construct_id, value=value, description=key)

@@ -13,6 +13,7 @@ from runners.providers.base import Provider
 # it does not use.
 REGISTRY: dict[str, str] = {
     "ec2": "runners.providers.ec2:Ec2Provider",
+    "sagemaker": "runners.providers.sagemaker:SageMakerProvider",
 }
 
 

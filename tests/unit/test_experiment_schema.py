@@ -142,6 +142,8 @@ def test_pools_sorted_by_priority_not_by_file_order():
      "local NVMe"),
     (with_(SAGEMAKER, "sagemaker.timeouts", {"model_data_download_s": 10}),
      "sagemaker.timeouts.model_data_download_s", "allowed 60 to 3600"),
+    (with_(SAGEMAKER, "sagemaker.timeouts", {"variant_instance_provision_s": 120}),
+     "sagemaker.timeouts.variant_instance_provision_s", "allowed 300 to 3600"),
     (with_(SAGEMAKER, "engine", {"gpu_memory_utilization": 1.5}),
      "engine.gpu_memory_utilization", "out of range"),
     (with_(SAGEMAKER, "engine", {"extra_flags": {"--max-num-seqs": 4}}),
