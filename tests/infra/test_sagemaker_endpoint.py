@@ -252,10 +252,9 @@ def test_a_bad_sagemaker_experiment_is_one_line_from_app_py(tmp_path):
     bad_dir = tmp_path / "experiments"
     bad_dir.mkdir()
     text = (EXPERIMENTS_DIR / "e2b-emb4-ml-g6.toml").read_text()
+    # valid for the schema, refused by the construct: the container needs an NVIDIA GPU
     (bad_dir / "e2b-emb4-ml-g6.toml").write_text(text.replace(
-        "[[sagemaker.instance_pools]]",
-        "[sagemaker.timeouts]\nvariant_instance_provision_s = 90\n\n[[sagemaker.instance_pools]]",
-        1))
+        'instance_type = "ml.g6.xlarge"', 'instance_type = "ml.inf2.xlarge"'))
     script = (f"import app; app.EXPERIMENTS_DIR = __import__('pathlib').Path({str(bad_dir)!r});"
               "app.main()")
     env = {**os.environ, "CDK_OUTDIR": str(tmp_path / "out"),
@@ -265,8 +264,8 @@ def test_a_bad_sagemaker_experiment_is_one_line_from_app_py(tmp_path):
     assert out.returncode != 0
     assert "Traceback" not in out.stderr
     assert out.stderr.strip().splitlines()[-1].endswith(
-        "e2b-emb4-ml-g6.toml: sagemaker.timeouts.variant_instance_provision_s: 90 is below "
-        "SageMaker's minimum; allowed 300 to 3600")
+        "e2b-emb4-ml-g6.toml: sagemaker.instance_pools[0].instance_type: ml.inf2.xlarge has "
+        "AWS Inferentia2; the AWS vLLM SageMaker container runs on NVIDIA GPUs only")
 
 
 # ---------------------------------------------------------------- grants
