@@ -12,9 +12,11 @@ from aws_cdk import Environment, Stack, Tags
 from aws_cdk import aws_ssm as ssm
 from constructs import Construct
 
+from benchstack_constructs.workflow_trigger import RunOnDeploy
 from runners import tags
 from runners.experiment import Experiment
 from stacks import names
+from stacks.benchmark import BenchmarkStack
 from stacks.foundation import FoundationStack
 
 STANDARD_PARAMETER_LIMIT = 4096  # characters; above it SSM needs the paid Advanced tier
@@ -22,7 +24,8 @@ STANDARD_PARAMETER_LIMIT = 4096  # characters; above it SSM needs the paid Advan
 
 class ExperimentStack(Stack):
     def __init__(self, scope: Construct, experiment: Experiment, region: str, *,
-                 foundation: FoundationStack, account: str | None = None):
+                 foundation: FoundationStack, benchmark: BenchmarkStack | None = None,
+                 start_on_deploy: bool = False, account: str | None = None):
         super().__init__(
             scope, names.experiment(experiment.name, region),
             env=Environment(account=account, region=region),
@@ -43,3 +46,12 @@ class ExperimentStack(Stack):
                   else ssm.ParameterTier.ADVANCED),
             description=f"benchstack experiment {experiment.name}: validated definition",
         )
+        if benchmark:
+            self.add_stack_dependency(benchmark)
+        if start_on_deploy:
+            if benchmark is None:
+                raise ValueError(f"{experiment.name}: starting a run on deploy needs the "
+                                 "region's benchmark stack")
+            # After the definition it reads; the trigger's own role and policy come first too.
+            self.run_on_deploy = RunOnDeploy(self, "RunOnDeploy", experiment_name=experiment.name,
+                                             after=[self.definition])

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+# The runners read the same parameters in Lambda, where only runners/ is deployed.
+from runners.workflow import SSM_ROOT, experiment_parameter, foundation_parameter  # noqa: F401
+
 PREFIX = "Benchstack"
-SSM_ROOT = "/benchstack"
 
 
 def foundation(region: str) -> str:
@@ -14,10 +16,5 @@ def experiment(name: str, region: str) -> str:
     return f"{PREFIX}-Exp-{name}-{region}"
 
 
-def foundation_parameter(key: str) -> str:
-    """SSM parameter a later stack or a runner reads, e.g. /benchstack/foundation/vpc-id."""
-    return f"{SSM_ROOT}/foundation/{key}"
-
-
-def experiment_parameter(name: str) -> str:
-    return f"{SSM_ROOT}/experiments/{name}"
+def benchmark(region: str) -> str:
+    return f"{PREFIX}-Benchmark-{region}"

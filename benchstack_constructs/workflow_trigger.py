@@ -1,0 +1,53 @@
+"""Start a benchmark run when an experiment stack deploys (a CDK trigger).
+
+A trigger, not an AwsCustomResource calling StartExecution: the run id and the results
+location are made at run time by the same Python as `python -m runners start`
+(runners/start.py), so a deploy-started run and a hand-started one get the same input.
+"""
+
+from __future__ import annotations
+
+from aws_cdk import Aws, Duration, Stack, triggers
+from aws_cdk import aws_iam as iam
+from constructs import Construct
+
+from benchstack_constructs.nag_wildcards import acknowledge_wildcards
+from benchstack_constructs.phase_function import PhaseFunction
+from runners import workflow
+
+
+class RunOnDeploy(Construct):
+    """Starts one execution of this region's workflow after `after` is deployed."""
+
+    def __init__(self, scope: Construct, construct_id: str, *, experiment_name: str,
+                 after: list[Construct]):
+        super().__init__(scope, construct_id)
+        self.starter = PhaseFunction(
+            self, "Starter", handler="runners.start.trigger_handler",
+            timeout=Duration.seconds(60), memory_mb=256,
+            description=f"starts a benchstack run of {experiment_name} on deploy",
+            environment={"BENCHSTACK_EXPERIMENT": experiment_name})
+        region = Stack.of(self).region
+
+        def arn(service: str, resource: str) -> str:
+            return f"arn:{Aws.PARTITION}:{service}:{region}:{Aws.ACCOUNT_ID}:{resource}"
+
+        parameters = [workflow.experiment_parameter(experiment_name),
+                      workflow.STATE_MACHINE_PARAMETER,
+                      workflow.foundation_parameter("results-bucket")]
+        self.starter.role.add_to_principal_policy(iam.PolicyStatement(
+            actions=["ssm:GetParameter"],
+            resources=[arn("ssm", f"parameter{name}") for name in parameters]))
+        machine = workflow.STATE_MACHINE_NAME
+        self.starter.role.add_to_principal_policy(iam.PolicyStatement(
+            actions=["states:StartExecution"], resources=[arn("states", f"stateMachine:{machine}")]))
+        self.starter.role.add_to_principal_policy(iam.PolicyStatement(
+            actions=["states:DescribeExecution"],
+            resources=[arn("states", f"execution:{machine}:*")]))
+        self.trigger = triggers.Trigger(
+            self, "Trigger", handler=self.starter.function, execute_after=[*after, self.starter.role],
+            # A new run on every deploy that changes the runners' code, as well as on create.
+            execute_on_handler_change=True, timeout=Duration.seconds(90))
+        acknowledge_wildcards(self.starter.role, (
+            "Its own log streams, and DescribeExecution on the executions of the one state "
+            "machine it starts (their names are made per run)."))
