@@ -23,6 +23,7 @@ from aws_cdk import aws_stepfunctions as sfn
 from aws_cdk import aws_stepfunctions_tasks as tasks
 from constructs import Construct
 
+from benchstack_constructs import cfn_lint
 from benchstack_constructs.alerts import AlertsTopic
 from benchstack_constructs.nag_wildcards import acknowledge_wildcards
 from runners import workflow
@@ -43,10 +44,12 @@ RETRY = dict(errors=LAMBDA_TRANSIENT_ERRORS, interval=Duration.seconds(2), max_a
 FINAL_STATUSES = ["SUCCEEDED", "FAILED", "TIMED_OUT", "ABORTED"]
 
 
-def _loop(**changes: str) -> dict[str, str]:
-    """Parameters rebuilding $.loop with `changes` (intrinsics) and the rest kept."""
+def _loop(**changes: str | int) -> dict[str, str | int]:
+    """Parameters rebuilding $.loop: `changes` are intrinsics (str) or values (int); the
+    other counters are kept."""
     fields = ("region_index", "region_count", "polls", "teardowns")
-    return {f"{f}.$": changes.get(f, f"$.loop.{f}") for f in fields}
+    value = {f: changes.get(f, f"$.loop.{f}") for f in fields}
+    return {(f if isinstance(v, int) else f"{f}.$"): v for f, v in value.items()}
 
 
 class BenchmarkWorkflow(Construct):
@@ -78,6 +81,7 @@ class BenchmarkWorkflow(Construct):
             actions=["lambda:InvokeFunction"], resources=[f.function_arn for f in functions]))
         # The alert tasks publish to the encrypted topic (sns:Publish is granted by them).
         alerts.key.grant(self.state_machine, "kms:Decrypt", "kms:GenerateDataKey*")
+        cfn_lint.ignore(self.state_machine.node.default_child, cfn_lint.REDUNDANT_ROLE_DEPENDENCY)
         self._notify_on_finish()
         acknowledge_wildcards(self.state_machine.role, (
             "X-Ray tracing and CloudWatch Logs delivery need actions that take no resource "
@@ -124,8 +128,8 @@ class BenchmarkWorkflow(Construct):
 
     def _definition(self) -> sfn.IChainable:
         s = self
-        fmt = sfn.JsonPath.format
-        run_id, region = "$.run.run_id", "$.target.region"
+        fmt, at = sfn.JsonPath.format, sfn.JsonPath.string_at
+        run_id, region, name = at("$.run.run_id"), at("$.target.region"), at("$.experiment.name")
 
         init = sfn.Pass(s, "Init", parameters={
             "experiment.$": "$.experiment", "run.$": "$.run", "regions.$": "$.regions",
@@ -162,15 +166,17 @@ class BenchmarkWorkflow(Construct):
                               result_selector={"value.$": "$.Payload"})
                    for p in workflow.measurement_phases(self.phases)]
 
-        # ---- failure paths: everything funnels into teardown
+        # ---- failure paths: everything funnels into teardown, then fails with the cause
+        failed = sfn.Fail(s, "Failed", error_path="$.error.Error", cause_path="$.error.Cause")
         for task in [provision, await_ready, *measure]:
             task.add_catch(teardown, result_path="$.error")
         not_ready = sfn.Pass(s, "PlacementFailed", result_path="$.error", parameters={
             "Error": "PlacementFailed",
-            "Cause.$": "States.JsonToString($.site.placement)"}).next(teardown)
+            "Cause": sfn.JsonPath.json_to_string(sfn.JsonPath.object_at("$.site.placement"))}
+        ).next(teardown)
         timed_out = sfn.Pass(s, "ReadyTimedOut", result_path="$.error", parameters={
             "Error": "ReadyTimedOut",
-            "Cause.$": fmt("not ready after {} polls in {}", "$.loop.polls", region)}
+            "Cause": fmt("not ready after {} polls in {}", at("$.loop.polls"), region)}
         ).next(teardown)
         no_capacity_here = sfn.Pass(s, "NoCapacityHere", result=sfn.Result.from_string(
             "next-region"), result_path="$.then").next(teardown)
@@ -182,8 +188,8 @@ class BenchmarkWorkflow(Construct):
             "$.limits.poll_seconds")).next(count_poll)
         slow_alert = self._alert(
             "AlertSlowReady", "benchstack: placement slow to become ready",
-            fmt("Run {} ({}) is still not ready in {} after {} polls of {} s.", run_id,
-                "$.experiment.name", region, "$.loop.polls", "$.limits.poll_seconds"),
+            fmt("Run {} ({}) is still not ready in {} after {} polls of {} s.", run_id, name,
+                region, at("$.loop.polls"), at("$.limits.poll_seconds")),
             wait_poll)
         polls_left = (sfn.Choice(s, "PollsLeft")
                       .when(sfn.Condition.number_greater_than_equals_json_path(
@@ -217,7 +223,7 @@ class BenchmarkWorkflow(Construct):
             "AlertTeardown", "benchstack: teardown incomplete",
             fmt("Run {} ({}): teardown in {} did not confirm deletion after {} attempts. "
                 "Billable resources may remain; the watchdog will delete what carries "
-                "benchstack tags.", run_id, "$.experiment.name", region, "$.loop.teardowns"),
+                "benchstack tags.", run_id, name, region, at("$.loop.teardowns")),
             gave_up)
         count_teardown = sfn.Pass(s, "CountTeardown", result_path="$.loop", parameters=_loop(
             teardowns="States.MathAdd($.loop.teardowns, 1)")).next(teardown)
@@ -230,16 +236,14 @@ class BenchmarkWorkflow(Construct):
         teardown.add_catch(teardowns_left, result_path="$.teardown_error")
 
         # ---- after teardown: report, next region, or fail with the cause
-        failed = sfn.Fail(s, "Failed", error_path="$.error.Error", cause_path="$.error.Cause")
         report_failed = sfn.Fail(s, "ReportFailed", error_path="$.error.Error",
                                  cause_path="$.error.Cause")
         report.add_catch(report_failed, result_path="$.error")
         report.next(sfn.Succeed(s, "Done"))
         no_capacity = sfn.Fail(s, "NoCapacity", error="NoCapacity",
                                cause="no capacity in any of the experiment's regions")
-        next_region = sfn.Pass(s, "NextRegion", result_path="$.loop", parameters={
-            **_loop(region_index="States.MathAdd($.loop.region_index, 1)"),
-            "polls": 0, "teardowns": 0})
+        next_region = sfn.Pass(s, "NextRegion", result_path="$.loop", parameters=_loop(
+            region_index="States.MathAdd($.loop.region_index, 1)", polls=0, teardowns=0))
         next_region.next(sfn.Choice(s, "RegionsLeft")
                          .when(sfn.Condition.number_less_than_json_path(
                              "$.loop.region_index", "$.loop.region_count"), select_region)
@@ -258,7 +262,8 @@ class BenchmarkWorkflow(Construct):
             sfn.Condition.boolean_equals("$.limits.same_region_client", True),
             sfn.Condition.not_(sfn.Condition.string_equals_json_path(
                 "$.target.region", "$.run.home_region")))
-        hand_off.add_catch(teardown, result_path="$.error")
+        # Nothing is placed in the target region yet, and the last one is torn down.
+        hand_off.add_catch(failed, result_path="$.error")
         hand_off.next(handed_off)
         select_region.next(sfn.Choice(s, "ClientRegion")
                            .when(elsewhere, hand_off)

@@ -16,11 +16,13 @@ from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
 from constructs import Construct
 
+from benchstack_constructs import cfn_lint
 from benchstack_constructs.nag import acknowledge
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
-# Glob patterns over the repository: keep runners/ only, without bytecode caches.
-RUNNERS_ONLY = ["*", "!runners", "!runners/**", "runners/**/__pycache__", "**/*.pyc"]
+# Glob patterns over the repository: keep runners/ only (dot-folders such as .venv and
+# .git need their own pattern), without bytecode caches.
+RUNNERS_ONLY = ["*", ".*", "!runners", "!runners/**", "runners/**/__pycache__", "**/*.pyc"]
 RUNTIME = lambda_.Runtime.PYTHON_3_12
 
 
@@ -63,6 +65,7 @@ class PhaseFunction(Construct):
             security_groups=[security_group] if security_group else None,
         )
         self.log_group.grant_write(self.role)
+        cfn_lint.ignore(self.function.node.default_child, cfn_lint.REDUNDANT_ROLE_DEPENDENCY)
         if vpc:
             # Lambda manages the function's ENIs with these; they take no resource scoping.
             self.role.add_to_principal_policy(iam.PolicyStatement(

@@ -11,7 +11,8 @@ from aws_cdk import aws_iam as iam
 
 from runners import tags, workflow
 
-NAME_PREFIX = "benchstack-"  # every endpoint, config and role a run touches starts with it
+NAME_PREFIX = "benchstack-"  # every endpoint and endpoint config a run touches starts with it
+EXPERIMENT_STACKS = "Benchstack-Exp-"
 
 
 def _arn(service: str, resource: str, *, region: str = "*", account: str = Aws.ACCOUNT_ID) -> str:
@@ -65,12 +66,15 @@ def ec2_fleets() -> list[iam.PolicyStatement]:
         iam.PolicyStatement(
             actions=["ec2:DescribeInstances", "ec2:DescribeInstanceStatus", "ec2:DescribeFleets",
                      "ec2:DescribeFleetInstances", "ec2:DescribeLaunchTemplateVersions",
-                     "ec2:DescribeSubnets", "ec2:DescribeImages"],
+                     "ec2:DescribeSubnets", "ec2:DescribeImages",
+                     "ec2:DescribeInstanceTypeOfferings"],
             resources=["*"],
         ),
+        # The engines' instance role, made by the experiment stacks (CloudFormation names it
+        # after the stack: Benchstack-Exp-...), passed only to EC2.
         iam.PolicyStatement(
             actions=["iam:PassRole"],
-            resources=[f"arn:{Aws.PARTITION}:iam::{Aws.ACCOUNT_ID}:role/{NAME_PREFIX}*"],
+            resources=[f"arn:{Aws.PARTITION}:iam::{Aws.ACCOUNT_ID}:role/{EXPERIMENT_STACKS}*"],
             conditions={"StringEquals": {"iam:PassedToService": "ec2.amazonaws.com"}},
         ),
     ]
