@@ -1,4 +1,5 @@
-"""Start a benchmark run when an experiment stack deploys (a CDK trigger).
+"""Start a benchmark run when an experiment stack deploys (a CDK trigger): on create, and
+again whenever the experiment's definition or the runners' code changes.
 
 A trigger, not an AwsCustomResource calling StartExecution: the run id and the results
 location are made at run time by the same Python as `python -m runners start`
@@ -6,6 +7,8 @@ location are made at run time by the same Python as `python -m runners start`
 """
 
 from __future__ import annotations
+
+import hashlib
 
 from aws_cdk import Aws, Duration, Stack, triggers
 from aws_cdk import aws_iam as iam
@@ -21,13 +24,17 @@ class RunOnDeploy(Construct):
     """Starts one execution of this region's workflow after `after` is deployed."""
 
     def __init__(self, scope: Construct, construct_id: str, *, experiment_name: str,
-                 after: list[Construct]):
+                 definition: str, after: list[Construct]):
         super().__init__(scope, construct_id)
         self.starter = PhaseFunction(
             self, "Starter", handler="runners.start.trigger_handler",
             timeout=Duration.seconds(60), memory_mb=256,
             description=f"starts a benchstack run of {experiment_name} on deploy",
-            environment={"BENCHSTACK_EXPERIMENT": experiment_name})
+            environment={
+                "BENCHSTACK_EXPERIMENT": experiment_name,
+                # A changed experiment changes the function, so the trigger runs again.
+                "BENCHSTACK_DEFINITION_SHA256": hashlib.sha256(definition.encode()).hexdigest(),
+            })
         region = Stack.of(self).region
 
         def arn(service: str, resource: str) -> str:
@@ -47,7 +54,8 @@ class RunOnDeploy(Construct):
             resources=[arn("states", f"execution:{machine}:*")]))
         self.trigger = triggers.Trigger(
             self, "Trigger", handler=self.starter.function, execute_after=[*after, self.starter.role],
-            # A new run on every deploy that changes the runners' code, as well as on create.
+            # A new run on create, and on every deploy that changes the experiment or the
+            # runners' code; a deploy that changes neither starts nothing.
             execute_on_handler_change=True, timeout=Duration.seconds(90))
         acknowledge_wildcards(self.starter.role, (
             "Its own log streams, and DescribeExecution on the executions of the one state "

@@ -54,4 +54,4 @@ class ExperimentStack(Stack):
                                  "region's benchmark stack")
             # After the definition it reads; the trigger's own role and policy come first too.
             self.run_on_deploy = RunOnDeploy(self, "RunOnDeploy", experiment_name=experiment.name,
-                                             after=[self.definition])
+                                             definition=snapshot, after=[self.definition])

@@ -3,6 +3,7 @@ the rendered definition checked by asl-validator (npm)."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import subprocess
 from pathlib import Path
@@ -215,8 +216,13 @@ def test_only_the_first_region_starts_a_run_on_deploy(templates, experiments):
     assert definition_id in trigger["DependsOn"]
     starter = [f for f in resources(template, "AWS::Lambda::Function").values()
                if f["Properties"].get("Handler") == "runners.start.trigger_handler"]
-    assert starter and starter[0]["Properties"]["Environment"]["Variables"] == {
-        "BENCHSTACK_EXPERIMENT": "e2b-emb4-ml-g6"}
+    variables = starter[0]["Properties"]["Environment"]["Variables"]
+    assert variables["BENCHSTACK_EXPERIMENT"] == "e2b-emb4-ml-g6"
+    # The definition's digest is in the function, so changing the experiment re-runs it.
+    definition = template["Resources"][definition_id]["Properties"]["Value"]
+    assert variables["BENCHSTACK_DEFINITION_SHA256"] == hashlib.sha256(
+        definition.encode()).hexdigest()
+    assert trigger["Properties"]["ExecuteOnHandlerChange"] is True
 
 
 def test_runner_asset_holds_the_runners_package_only(assembly):
