@@ -15,17 +15,17 @@ NAME_PREFIX = "benchstack-"  # every endpoint and endpoint config a run touches 
 EXPERIMENT_STACKS = "Benchstack-Exp-"
 
 
-def _arn(service: str, resource: str, *, region: str = "*", account: str = Aws.ACCOUNT_ID) -> str:
+def arn(service: str, resource: str, *, region: str = "*", account: str = Aws.ACCOUNT_ID) -> str:
     return f"arn:{Aws.PARTITION}:{service}:{region}:{account}:{resource}"
 
 
 def sagemaker_endpoints() -> list[iam.PolicyStatement]:
     """Create, watch, call and delete benchstack endpoints from the stacks' configs."""
-    endpoint = _arn("sagemaker", f"endpoint/{NAME_PREFIX}*")
+    endpoint = arn("sagemaker", f"endpoint/{NAME_PREFIX}*")
     return [
         iam.PolicyStatement(
             actions=["sagemaker:CreateEndpoint", "sagemaker:AddTags"],
-            resources=[endpoint, _arn("sagemaker", f"endpoint-config/{NAME_PREFIX}*")],
+            resources=[endpoint, arn("sagemaker", f"endpoint-config/{NAME_PREFIX}*")],
         ),
         iam.PolicyStatement(
             actions=["sagemaker:DescribeEndpoint", "sagemaker:DeleteEndpoint",
@@ -42,24 +42,24 @@ def ec2_fleets() -> list[iam.PolicyStatement]:
     return [
         iam.PolicyStatement(
             actions=["ec2:CreateFleet", "ec2:RunInstances"],
-            resources=[_arn("ec2", r) for r in created],
+            resources=[arn("ec2", r) for r in created],
             conditions={"StringEquals": managed},
         ),
         # What a launch uses but does not create carries no request tags.
         iam.PolicyStatement(
             actions=["ec2:CreateFleet", "ec2:RunInstances"],
-            resources=[_arn("ec2", r) for r in ("subnet/*", "security-group/*",
+            resources=[arn("ec2", r) for r in ("subnet/*", "security-group/*",
                                                 "launch-template/*")]
-            + [_arn("ec2", "image/*", account="")],
+            + [arn("ec2", "image/*", account="")],
         ),
         iam.PolicyStatement(
             actions=["ec2:CreateTags"],
-            resources=[_arn("ec2", r) for r in created],
+            resources=[arn("ec2", r) for r in created],
             conditions={"StringEquals": {"ec2:CreateAction": ["CreateFleet", "RunInstances"]}},
         ),
         iam.PolicyStatement(
             actions=["ec2:TerminateInstances", "ec2:DeleteFleets"],
-            resources=[_arn("ec2", "instance/*"), _arn("ec2", "fleet/*")],
+            resources=[arn("ec2", "instance/*"), arn("ec2", "fleet/*")],
             conditions={"StringEquals": {f"aws:ResourceTag/{tags.MANAGED}": "true"}},
         ),
         # EC2's Describe calls support no resource scoping.
@@ -89,9 +89,9 @@ def bedrock_models(model_ids: list[str]) -> list[iam.PolicyStatement]:
     for model_id in sorted(set(model_ids)):
         geo, _, base = model_id.partition(".")
         if geo in ("us", "eu", "apac", "global") and base:
-            resources.append(_arn("bedrock", f"inference-profile/{model_id}"))
+            resources.append(arn("bedrock", f"inference-profile/{model_id}"))
             model_id = base
-        resources.append(_arn("bedrock", f"foundation-model/{model_id}", account=""))
+        resources.append(arn("bedrock", f"foundation-model/{model_id}", account=""))
     return [iam.PolicyStatement(
         actions=["bedrock:InvokeModel", "bedrock:InvokeModelWithResponseStream"],
         resources=resources,
@@ -113,18 +113,19 @@ def results_store(bucket_name: str) -> list[iam.PolicyStatement]:
 def parameters_and_prices() -> list[iam.PolicyStatement]:
     return [
         iam.PolicyStatement(actions=["ssm:GetParameter"],
-                            resources=[_arn("ssm", f"parameter{workflow.SSM_ROOT}/*")]),
+                            resources=[arn("ssm", f"parameter{workflow.SSM_ROOT}/*")]),
         # The Pricing API supports no resource scoping.
         iam.PolicyStatement(actions=["pricing:GetProducts"], resources=["*"]),
     ]
 
 
-def hand_off() -> list[iam.PolicyStatement]:
-    """Start the same run in another region's benchmark state machine."""
-    machine = _arn("states", f"stateMachine:{workflow.STATE_MACHINE_NAME}")
+def start_runs(region: str = "*") -> list[iam.PolicyStatement]:
+    """Start (and look at) executions of the benchmark state machine in `region`; "*" for
+    the hand-off of a run to another of the experiment's regions."""
+    machine = workflow.STATE_MACHINE_NAME
     return [
-        iam.PolicyStatement(actions=["states:StartExecution"], resources=[machine]),
+        iam.PolicyStatement(actions=["states:StartExecution"],
+                            resources=[arn("states", f"stateMachine:{machine}", region=region)]),
         iam.PolicyStatement(actions=["states:DescribeExecution"],
-                            resources=[_arn("states",
-                                            f"execution:{workflow.STATE_MACHINE_NAME}:*")]),
+                            resources=[arn("states", f"execution:{machine}:*", region=region)]),
     ]

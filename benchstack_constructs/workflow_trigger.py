@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import hashlib
 
-from aws_cdk import Aws, Duration, Stack, triggers
+from aws_cdk import Duration, Stack, triggers
 from aws_cdk import aws_iam as iam
 from constructs import Construct
 
 from benchstack_constructs import cfn_lint
+from benchstack_constructs import workflow_permissions as allow
 from benchstack_constructs.nag_wildcards import acknowledge_wildcards
 from benchstack_constructs.phase_function import PhaseFunction
 from runners import workflow
@@ -36,22 +37,15 @@ class RunOnDeploy(Construct):
                 "BENCHSTACK_DEFINITION_SHA256": hashlib.sha256(definition.encode()).hexdigest(),
             })
         region = Stack.of(self).region
-
-        def arn(service: str, resource: str) -> str:
-            return f"arn:{Aws.PARTITION}:{service}:{region}:{Aws.ACCOUNT_ID}:{resource}"
-
         parameters = [workflow.experiment_parameter(experiment_name),
                       workflow.STATE_MACHINE_PARAMETER,
                       workflow.foundation_parameter("results-bucket")]
-        self.starter.role.add_to_principal_policy(iam.PolicyStatement(
-            actions=["ssm:GetParameter"],
-            resources=[arn("ssm", f"parameter{name}") for name in parameters]))
-        machine = workflow.STATE_MACHINE_NAME
-        self.starter.role.add_to_principal_policy(iam.PolicyStatement(
-            actions=["states:StartExecution"], resources=[arn("states", f"stateMachine:{machine}")]))
-        self.starter.role.add_to_principal_policy(iam.PolicyStatement(
-            actions=["states:DescribeExecution"],
-            resources=[arn("states", f"execution:{machine}:*")]))
+        for statement in [
+            iam.PolicyStatement(actions=["ssm:GetParameter"], resources=[
+                allow.arn("ssm", f"parameter{name}", region=region) for name in parameters]),
+            *allow.start_runs(region),
+        ]:
+            self.starter.role.add_to_principal_policy(statement)
         self.trigger = triggers.Trigger(
             self, "Trigger", handler=self.starter.function, execute_after=[*after, self.starter.role],
             # A new run on create, and on every deploy that changes the experiment or the

@@ -47,7 +47,7 @@ class BenchmarkStack(Stack):
         for statement in [*allow.sagemaker_endpoints(), *allow.ec2_fleets(),
                           *allow.bedrock_models([e.bedrock.model_id for e in experiments
                                                  if e.bedrock]),
-                          *allow.parameters_and_prices(), *allow.hand_off()]:
+                          *allow.parameters_and_prices(), *allow.start_runs()]:
             self.control.role.add_to_principal_policy(statement)
         foundation.alerts.grant_publish(self.control.role)
 
