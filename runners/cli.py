@@ -85,6 +85,33 @@ def _cmd_preflight(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_start(args: argparse.Namespace) -> int:
+    from botocore.exceptions import BotoCoreError, ClientError
+
+    from runners import start  # needs boto3 and credentials; list/validate do not
+
+    exp = experiment.find(args.experiments, args.experiment)
+    if exp.backend not in experiment.CLOUD_BACKENDS:
+        print(f"error: {exp.source}: backend: {exp.backend!r} runs locally, not in the "
+              "cloud workflow", file=sys.stderr)
+        return 2
+    region = args.region or exp.regions[0]
+    if region not in exp.regions:
+        print(f"error: {exp.source}: regions: {region!r} is not one of "
+              f"{', '.join(exp.regions)}", file=sys.stderr)
+        return 2
+    try:
+        started = start.start_run(exp.name, region)
+    except start.StartError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except (BotoCoreError, ClientError) as exc:
+        print(f"error: AWS in {region}: {exc}", file=sys.stderr)
+        return 1
+    print(start.describe(started))
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m runners", description=__doc__.splitlines()[0])
     parser.add_argument("--experiments", type=Path, default=EXPERIMENTS_DIR,
@@ -105,6 +132,11 @@ def build_parser() -> argparse.ArgumentParser:
                                              "hardware (reads headers from the Hugging Face Hub)")
     check.add_argument("experiment", help="experiment name")
     check.set_defaults(func=_cmd_preflight)
+    begin = sub.add_parser("start", help="start a benchmark run in the cloud workflow")
+    begin.add_argument("experiment", help="experiment name (deployed with its stacks)")
+    begin.add_argument("--region", help="region to start in (default: the experiment's "
+                                         "first); its other regions are the fallbacks")
+    begin.set_defaults(func=_cmd_start)
     return parser
 
 

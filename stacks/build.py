@@ -11,6 +11,7 @@ from aws_cdk import App, Validations
 from cdk_nag import AwsSolutionsChecks
 
 from runners.experiment import CLOUD_BACKENDS, Experiment
+from stacks.benchmark import BenchmarkStack
 from stacks.experiment import ExperimentStack
 from stacks.foundation import FoundationStack
 
@@ -18,16 +19,20 @@ from stacks.foundation import FoundationStack
 @dataclass
 class Built:
     foundations: dict[str, FoundationStack] = field(default_factory=dict)
+    benchmarks: dict[str, BenchmarkStack] = field(default_factory=dict)
     experiments: list[ExperimentStack] = field(default_factory=list)
 
     @property
     def stacks(self) -> list:
-        return [*self.foundations.values(), *self.experiments]
+        return [*self.foundations.values(), *self.benchmarks.values(), *self.experiments]
 
 
 def build(app: App, experiments: list[Experiment], *, validate: bool = True,
           account: str | None = None) -> Built:
-    """Foundation stacks for every region in use, then one stack per (experiment, region).
+    """Foundation and benchmark stacks for every region in use, then one stack per
+    (experiment, region). Only the stack in an experiment's first region starts a run on
+    deploy (the others hold what a fallback to their region needs), so deploying every
+    stack runs each experiment once.
 
     Local and OpenAI-compatible experiments need no AWS resources and get no stack.
     """
@@ -35,11 +40,15 @@ def build(app: App, experiments: list[Experiment], *, validate: bool = True,
     cloud = [e for e in experiments if e.backend in CLOUD_BACKENDS]
     for region in sorted({r for e in cloud for r in e.regions}):
         built.foundations[region] = FoundationStack(app, region, account=account)
+        built.benchmarks[region] = BenchmarkStack(
+            app, region, foundation=built.foundations[region],
+            experiments=[e for e in cloud if region in e.regions], account=account)
     for exp in cloud:
         for region in exp.regions:
             built.experiments.append(
                 ExperimentStack(app, exp, region, foundation=built.foundations[region],
-                                account=account)
+                                benchmark=built.benchmarks[region],
+                                start_on_deploy=region == exp.regions[0], account=account)
             )
     if validate:
         Validations.of(app).add_plugins(AwsSolutionsChecks(app))

@@ -15,9 +15,11 @@ from constructs import Construct
 
 from benchstack_constructs.launch_template import EngineLaunchTemplates
 from benchstack_constructs.sagemaker_endpoint import VllmSageMakerEndpoint
+from benchstack_constructs.workflow_trigger import RunOnDeploy
 from runners import sagemaker_names, tags
 from runners.experiment import Experiment
 from stacks import names
+from stacks.benchmark import BenchmarkStack
 from stacks.foundation import FoundationStack
 
 STANDARD_PARAMETER_LIMIT = 4096  # characters; above it SSM needs the paid Advanced tier
@@ -25,7 +27,8 @@ STANDARD_PARAMETER_LIMIT = 4096  # characters; above it SSM needs the paid Advan
 
 class ExperimentStack(Stack):
     def __init__(self, scope: Construct, experiment: Experiment, region: str, *,
-                 foundation: FoundationStack, account: str | None = None):
+                 foundation: FoundationStack, benchmark: BenchmarkStack | None = None,
+                 start_on_deploy: bool = False, account: str | None = None):
         super().__init__(
             scope, names.experiment(experiment.name, region),
             env=Environment(account=account, region=region),
@@ -53,6 +56,15 @@ class ExperimentStack(Stack):
             self._publish_sagemaker_names(experiment.name)
         if experiment.backend == "ec2":
             self._ec2_engines(experiment)
+        if benchmark:
+            self.add_stack_dependency(benchmark)
+        if start_on_deploy:
+            if benchmark is None:
+                raise ValueError(f"{experiment.name}: starting a run on deploy needs the "
+                                 "region's benchmark stack")
+            # After the definition it reads; the trigger's own role and policy come first too.
+            self.run_on_deploy = RunOnDeploy(self, "RunOnDeploy", experiment_name=experiment.name,
+                                             definition=snapshot, after=[self.definition])
 
     def _ec2_engines(self, experiment: Experiment) -> None:
         """Launch templates per instance type; runners find them through SSM.

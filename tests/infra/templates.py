@@ -16,11 +16,14 @@ def masked(template: dict) -> dict:
     return json.loads(text)
 
 
-def resources(template: dict, type_name: str) -> dict[str, dict]:
-    return {k: v for k, v in template["Resources"].items() if v["Type"] == type_name}
+def resources(template: dict, type_name: str, prefix: str = "") -> dict[str, dict]:
+    """Resources of `type_name`, optionally only those whose logical id starts with
+    `prefix` (the construct path, e.g. "Vllm" for everything under the Vllm construct)."""
+    return {k: v for k, v in template["Resources"].items()
+            if v["Type"] == type_name and k.startswith(prefix)}
 
 
-def only(template: dict, type_name: str) -> dict:
-    found = resources(template, type_name)
+def only(template: dict, type_name: str, prefix: str = "") -> dict:
+    found = resources(template, type_name, prefix)
     assert len(found) == 1, f"expected one {type_name}, found {sorted(found)}"
     return copy.deepcopy(next(iter(found.values())))

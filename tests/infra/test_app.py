@@ -34,6 +34,7 @@ def test_selecting_one_experiment_builds_only_its_stacks(tmp_path):
     _, assembly = synth([exp], tmp_path)
     assert sorted(s.stack_name for s in assembly.stacks) == sorted([
         names.foundation("us-east-1"), names.foundation("us-west-2"),
+        names.benchmark("us-east-1"), names.benchmark("us-west-2"),
         names.experiment("e2b-fp16-g5g", "us-east-1"),
         names.experiment("e2b-fp16-g5g", "us-west-2"),
     ])

@@ -104,13 +104,13 @@ def test_user_data_carries_the_device_policy(templates):
 @pytest.mark.parametrize("stack,exp", STACKS, ids=[s for s, _ in STACKS])
 def test_the_instance_role_is_least_privilege(templates, stack, exp):
     template = templates[stack]
-    roles = resources(template, "AWS::IAM::Role")
+    roles = resources(template, "AWS::IAM::Role", "Engines")
     assert len(roles) == 1
     role = next(iter(roles.values()))["Properties"]
     assert "ManagedPolicyArns" not in role
     assert role["AssumeRolePolicyDocument"]["Statement"][0]["Principal"] == {
         "Service": "ec2.amazonaws.com"}
-    statements = [s for p in resources(template, "AWS::IAM::Policy").values()
+    statements = [s for p in resources(template, "AWS::IAM::Policy", "Engines").values()
                   for s in p["Properties"]["PolicyDocument"]["Statement"]]
     actions = sorted(a for s in statements for a in (
         s["Action"] if isinstance(s["Action"], list) else [s["Action"]]))
@@ -155,7 +155,7 @@ def test_an_ecr_engine_image_gets_pull_rights_on_its_repository_only(tmp_path):
                               ec2=dataclasses.replace(exp.ec2, engine_image=image))
     _, assembly = synth([exp], tmp_path, validate=True)  # cdk-nag must stay clean
     template = assembly.get_stack_by_name("Benchstack-Exp-e2b-fp16-g5g-us-east-1").template
-    statements = [s for p in resources(template, "AWS::IAM::Policy").values()
+    statements = [s for p in resources(template, "AWS::IAM::Policy", "Engines").values()
                   for s in p["Properties"]["PolicyDocument"]["Statement"]]
     pull = next(s for s in statements if "ecr:BatchGetImage" in s["Action"])
     assert pull["Resource"] == ("arn:aws:ecr:us-west-2:123456789012:repository/vllm-sm75")

@@ -71,7 +71,7 @@ def test_model_runs_the_regional_vllm_dlc_with_the_sm_vllm_environment(templates
 
 def _policy_statements(template):
     statements = []
-    for policy in resources(template, "AWS::IAM::Policy").values():
+    for policy in resources(template, "AWS::IAM::Policy", "Vllm").values():
         statements += policy["Properties"]["PolicyDocument"]["Statement"]
     return statements
 
@@ -82,7 +82,7 @@ def _rendered(value) -> str:
 
 def test_execution_role_has_least_privilege_and_no_managed_policies(templates):
     template = _template(templates)
-    role = only(template, "AWS::IAM::Role")["Properties"]
+    role = only(template, "AWS::IAM::Role", "Vllm")["Properties"]
     assert role["AssumeRolePolicyDocument"]["Statement"] == [{
         "Action": "sts:AssumeRole", "Effect": "Allow",
         "Principal": {"Service": "sagemaker.amazonaws.com"}}]
@@ -110,7 +110,7 @@ def test_execution_role_has_least_privilege_and_no_managed_policies(templates):
 
 def test_model_waits_for_the_execution_policy(templates):
     template = _template(templates)
-    (policy_id,) = resources(template, "AWS::IAM::Policy")
+    (policy_id,) = resources(template, "AWS::IAM::Policy", "Vllm")
     assert policy_id in only(template, "AWS::SageMaker::Model")["DependsOn"]
 
 
@@ -118,7 +118,8 @@ def test_free_resources_carry_component_tags_never_the_watchdog_managed_tag(temp
     template = _template(templates)
     for type_name in ("AWS::SageMaker::Model", "AWS::SageMaker::EndpointConfig",
                       "AWS::IAM::Role"):
-        found = {t["Key"]: t["Value"] for t in only(template, type_name)["Properties"]["Tags"]}
+        found = {t["Key"]: t["Value"]
+                 for t in only(template, type_name, "Vllm")["Properties"]["Tags"]}
         assert found == {"benchstack:component": "experiment",
                          tags.EXPERIMENT: "e2b-emb4-ml-g6"}
     assert tags.MANAGED not in json.dumps(template)
@@ -136,7 +137,7 @@ def test_runners_find_the_names_in_ssm_and_people_in_outputs(templates):
               for p in resources(template, "AWS::SSM::Parameter").values()}
     config_id = next(iter(resources(template, "AWS::SageMaker::EndpointConfig")))
     model_id = next(iter(resources(template, "AWS::SageMaker::Model")))
-    role_id = next(iter(resources(template, "AWS::IAM::Role")))
+    role_id = next(iter(resources(template, "AWS::IAM::Role", "Vllm")))
     p = lambda key: params[sagemaker_names.parameter("e2b-emb4-ml-g6", key)]  # noqa: E731
     assert p(sagemaker_names.ENDPOINT_CONFIG_NAME) == {
         "Fn::GetAtt": [config_id, "EndpointConfigName"]}

@@ -17,7 +17,7 @@ def _stack_names() -> list[str]:
     exps = experiment.load_all(EXPERIMENTS_DIR)
     cloud = [e for e in exps if e.backend in experiment.CLOUD_BACKENDS]
     regions = sorted({r for e in cloud for r in e.regions})
-    return [names.foundation(r) for r in regions] + [
+    return [names.foundation(r) for r in regions] + [names.benchmark(r) for r in regions] + [
         names.experiment(e.name, r) for e in cloud for r in e.regions
     ]
 
