@@ -47,6 +47,12 @@ def _cmd_validate(args: argparse.Namespace) -> int:
     return 2 if bad else 0
 
 
+def _cmd_watchdog(args: argparse.Namespace) -> int:
+    from runners import watchdog_cli
+
+    return watchdog_cli.run(args)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m runners", description=__doc__.splitlines()[0])
     parser.add_argument("--experiments", type=Path, default=EXPERIMENTS_DIR,
@@ -56,6 +62,17 @@ def build_parser() -> argparse.ArgumentParser:
     validate = sub.add_parser("validate", help="validate experiment files (all by default)")
     validate.add_argument("files", nargs="*", help="experiment files; default: all")
     validate.set_defaults(func=_cmd_validate)
+    watchdog = sub.add_parser(
+        "watchdog", help="sweep regions for expired benchstack resources (the Lambda's code)")
+    watchdog.add_argument("--dry-run", action="store_true",
+                          help="report what would be deleted; delete nothing")
+    watchdog.add_argument("--regions", default=None,
+                          help="comma-separated regions (default: us-east-1,us-east-2,us-west-2)")
+    watchdog.add_argument("--audit", type=Path, default=None,
+                          help="write the JSON-lines audit here instead of stdout")
+    watchdog.add_argument("--sequential", action="store_true",
+                          help="sweep one region at a time instead of in parallel")
+    watchdog.set_defaults(func=_cmd_watchdog)
     return parser
 
 
