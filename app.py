@@ -23,10 +23,10 @@ def main() -> None:
     try:
         chosen = ([experiments.find(EXPERIMENTS_DIR, name)] if name
                   else experiments.load_all(EXPERIMENTS_DIR))
-    except experiments.ExperimentError as exc:
+        build(app, chosen, validate=os.environ.get("CDK_VALIDATION", "true") != "false",
+              account=os.environ.get("CDK_DEFAULT_ACCOUNT"))
+    except experiments.ExperimentError as exc:  # a bad experiment file or context value
         sys.exit(f"error: {exc}")
-    build(app, chosen, validate=os.environ.get("CDK_VALIDATION", "true") != "false",
-          account=os.environ.get("CDK_DEFAULT_ACCOUNT"))
     app.synth()
 
 

@@ -13,27 +13,35 @@ from cdk_nag import AwsSolutionsChecks
 from runners.experiment import CLOUD_BACKENDS, Experiment
 from stacks.experiment import ExperimentStack
 from stacks.foundation import FoundationStack
+from stacks.watchdog import WatchdogSettings, WatchdogStack
 
 
 @dataclass
 class Built:
     foundations: dict[str, FoundationStack] = field(default_factory=dict)
     experiments: list[ExperimentStack] = field(default_factory=list)
+    watchdog: WatchdogStack | None = None
 
     @property
     def stacks(self) -> list:
-        return [*self.foundations.values(), *self.experiments]
+        return [*self.foundations.values(), *self.experiments,
+                *([self.watchdog] if self.watchdog else [])]
 
 
 def build(app: App, experiments: list[Experiment], *, validate: bool = True,
           account: str | None = None) -> Built:
     """Foundation stacks for every region in use, then one stack per (experiment, region).
 
-    Local and OpenAI-compatible experiments need no AWS resources and get no stack.
+    Local and OpenAI-compatible experiments need no AWS resources and get no stack. Any
+    cloud experiment brings the watchdog (stacks/watchdog.py), in its home region, whose
+    foundation is built even when no experiment uses that region.
     """
     built = Built()
     cloud = [e for e in experiments if e.backend in CLOUD_BACKENDS]
-    for region in sorted({r for e in cloud for r in e.regions}):
+    watchdog = WatchdogSettings.from_context(app.node) if cloud else None
+    in_use = {r for e in cloud for r in e.regions} | ({watchdog.home_region} if watchdog
+                                                       else set())
+    for region in sorted(in_use):
         built.foundations[region] = FoundationStack(app, region, account=account)
     for exp in cloud:
         for region in exp.regions:
@@ -41,6 +49,9 @@ def build(app: App, experiments: list[Experiment], *, validate: bool = True,
                 ExperimentStack(app, exp, region, foundation=built.foundations[region],
                                 account=account)
             )
+    if watchdog:
+        built.watchdog = WatchdogStack(app, watchdog, account=account,
+                                       foundation=built.foundations[watchdog.home_region])
     if validate:
         Validations.of(app).add_plugins(AwsSolutionsChecks(app))
     return built

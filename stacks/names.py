@@ -14,6 +14,11 @@ def experiment(name: str, region: str) -> str:
     return f"{PREFIX}-Exp-{name}-{region}"
 
 
+def watchdog() -> str:
+    """One watchdog for the account; it sweeps every region from its home region."""
+    return f"{PREFIX}-Watchdog"
+
+
 def foundation_parameter(key: str) -> str:
     """SSM parameter a later stack or a runner reads, e.g. /benchstack/foundation/vpc-id."""
     return f"{SSM_ROOT}/foundation/{key}"

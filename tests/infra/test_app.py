@@ -36,6 +36,8 @@ def test_selecting_one_experiment_builds_only_its_stacks(tmp_path):
         names.foundation("us-east-1"), names.foundation("us-west-2"),
         names.experiment("e2b-fp16-g5g", "us-east-1"),
         names.experiment("e2b-fp16-g5g", "us-west-2"),
+        # the watchdog comes with any cloud experiment, with its home region's foundation
+        names.foundation("us-east-2"), names.watchdog(),
     ])
 
 
@@ -90,4 +92,5 @@ def test_cdk_cli_synth_works_offline_without_credentials(tmp_path):
     produced = sorted(p.name for p in (tmp_path / "cdk.out").glob("*.template.json"))
     assert produced == sorted(f"{n}.template.json" for n in [
         *(names.foundation(r) for r in ("us-east-1", "us-east-2", "us-west-2")),
-        *(names.experiment("e2b-emb4-g6", r) for r in ("us-east-1", "us-east-2", "us-west-2"))])
+        *(names.experiment("e2b-emb4-g6", r) for r in ("us-east-1", "us-east-2", "us-west-2")),
+        names.watchdog()])
