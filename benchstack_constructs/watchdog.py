@@ -18,6 +18,7 @@ from benchstack_constructs.alerts import AlertsTopic
 from benchstack_constructs.nag import acknowledge, wildcard_finding
 from benchstack_constructs.runner_function import RunnerFunction, RunnerFunctionProps
 from runners import tags
+from runners.watchdog_lambda import TIMEOUT_S
 from runners.watchdog_report import NAMESPACE
 
 AUDIT_PREFIX = "watchdog/"
@@ -31,7 +32,7 @@ class WatchdogProps:
     alerts: AlertsTopic
     rate: Duration = Duration.minutes(15)
     dry_run: bool = False
-    timeout: Duration = Duration.minutes(5)  # a third of the rate: sweeps never overlap
+    timeout: Duration = Duration.seconds(TIMEOUT_S)  # under the rate: sweeps never overlap
 
 
 class Watchdog(Construct):

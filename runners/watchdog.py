@@ -11,7 +11,8 @@ Rules, in order, for each tagged resource:
 5. a config or model whose run still has an endpoint     -> kept until the endpoint goes
 A failed delete is "refused" and the sweep goes on; nothing untagged is ever listed.
 
-Runs in Lambda (runners/watchdog_lambda.py) and on a laptop (`python -m runners watchdog`), same code.
+Runs in Lambda (runners/watchdog_lambda.py) and on a laptop (`python -m runners watchdog`):
+the same code either way.
 """
 
 from __future__ import annotations

@@ -9,6 +9,7 @@ import time
 from runners import watchdog, watchdog_report
 from runners.aws_clients import Clients
 
+TIMEOUT_S = 300  # WatchdogStack's Lambda timeout: a third of the 15-minute schedule
 REPORT_MARGIN_S = 30  # Lambda time kept back for writing the audit, metrics and alert
 
 

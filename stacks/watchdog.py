@@ -19,11 +19,12 @@ from benchstack_constructs.watchdog import Watchdog, WatchdogProps
 from runners import regions as known_regions
 from runners.experiment import ExperimentError
 from runners.watchdog import DEFAULT_REGIONS
+from runners.watchdog_lambda import TIMEOUT_S
 from stacks import names
 from stacks.foundation import FoundationStack
 
 SOURCE = "cdk context"
-MIN_RATE_MINUTES = 6  # the sweep may take its 5-minute timeout: runs must not overlap
+MIN_RATE_MINUTES = TIMEOUT_S // 60 + 1  # a sweep may run its whole timeout: no overlap
 
 
 @dataclass(frozen=True)
