@@ -216,3 +216,14 @@ def test_bad_context_through_app_py_is_one_line(tmp_path):
     assert out.returncode != 0 and "Traceback" not in out.stderr
     assert out.stderr.strip().splitlines()[-1].startswith(
         "error: cdk context: watchdog_regions: 'mars-1' is not a known region")
+
+
+def test_the_alarm_may_publish_to_the_home_alerts_topic(templates):
+    foundation = templates[names.foundation("us-east-2")]
+    policy = only(foundation, "AWS::SNS::TopicPolicy")["Properties"]["PolicyDocument"]
+    allowed = [s for s in policy["Statement"] if s["Effect"] == "Allow"]
+    assert len(allowed) == 1
+    assert "cloudwatch.amazonaws.com" in allowed[0]["Principal"]["Service"]
+    assert allowed[0]["Action"] == "sns:Publish"
+    assert allowed[0]["Condition"] == {"StringEquals": {"aws:SourceAccount": {
+        "Ref": "AWS::AccountId"}}}
