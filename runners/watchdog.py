@@ -3,6 +3,7 @@ configured regions and deletes those that expired or whose run ended (DESIGN.md:
 watchdog guarantees the meter stops even when the workflow dies).
 
 Rules, in order, for each tagged resource:
+0. owned by a CloudFormation stack (aws:cloudformation:*) -> kept, flagged: the stack owns it
 1. already deleting (Deleting, deleted fleet)            -> kept, left alone
 2. expires-at missing or unreadable                      -> kept, flagged for a person
 3. expired, or its execution ended                       -> delete
@@ -31,6 +32,7 @@ from runners.watchdog_runs import ENDED, RunStatus, StepFunctionsRuns
 
 DEFAULT_REGIONS = ("us-east-1", "us-east-2", "us-west-2")
 ACTIONS = ("deleted", "would-delete", "deferred", "kept", "refused", "error")
+CLOUDFORMATION_STACK = "aws:cloudformation:stack-name"  # CloudFormation adds it itself
 
 
 @dataclass(frozen=True)
@@ -45,8 +47,13 @@ def hours_between(start: datetime, end: datetime) -> float:
 
 
 def judge(resource: Resource, phase: str, now: datetime, run_status: RunStatus) -> Verdict:
-    """Rules 1-4 of the module docstring, for one resource. Pure but for `run_status`,
+    """Rules 0-4 of the module docstring, for one resource. Pure but for `run_status`,
     which is asked only when the expiry alone does not decide."""
+    stack = resource.tags.get(CLOUDFORMATION_STACK)
+    if stack:
+        # tagged managed by mistake: deleting it under CloudFormation would break the stack
+        return Verdict("kept", f"owned by CloudFormation stack {stack}; never deleted here",
+                       True)
     if phase == DELETING:
         return Verdict("kept", f"already {resource.state}")
     raw = resource.tags.get(tags.EXPIRES_AT)

@@ -155,6 +155,15 @@ def test_judge(expires, status, phase, decision, reason):
     assert (verdict.decision, verdict.reason) == (decision, reason)
 
 
+def test_judge_never_deletes_what_a_cloudformation_stack_owns():
+    resource = _resource("2026-12-03T11:00:00Z")
+    resource.tags["aws:cloudformation:stack-name"] = "Benchstack-Exp-x-us-east-2"
+    verdict = watchdog.judge(resource, DELETABLE, NOW, lambda _t: "FAILED")
+    assert (verdict.decision, verdict.attention) == ("kept", True)
+    assert verdict.reason == ("owned by CloudFormation stack Benchstack-Exp-x-us-east-2; "
+                              "never deleted here")
+
+
 def test_judge_defers_a_transitional_resource_with_its_age():
     resource = _resource("2026-12-03T11:00:00Z", state="Creating",
                          created_at=NOW - timedelta(hours=3, minutes=17, seconds=24))
