@@ -293,10 +293,10 @@ def test_a_second_sweep_finds_nothing_left_to_delete(world):
 
 def test_parallel_and_sequential_sweeps_agree(world):
     _populate(world)
-    parallel = sweep(dry_run=True)
-    sequential = sweep(dry_run=True, parallel=False)
-    strip = lambda r: sorted((l["region"], l["kind"], l["id"], l["action"]) for l in r.lines)  # noqa: E731
-    assert strip(parallel) == strip(sequential)
+    def outcome(report):
+        return sorted((l["region"], l["kind"], l["id"], l["action"]) for l in report.lines)
+
+    assert outcome(sweep(dry_run=True)) == outcome(sweep(dry_run=True, parallel=False))
 
 
 def test_out_of_time_sweep_defers_instead_of_deleting(world):
