@@ -1,5 +1,8 @@
-"""Fixtures for the watchdog tests (imported by them: tests/runners has no conftest so that
-it cannot clash with another package's): moto with fake credentials, a fresh account per test."""
+"""Fixtures for the watchdog tests: moto with fake credentials, a fresh account per test.
+
+The test modules import them by name, so tests/runners needs neither a conftest.py (other
+runners' tests may bring their own) nor an __init__.py (which would make pytest import this
+folder as `runners`, shadowing the real package)."""
 
 from __future__ import annotations
 
