@@ -23,10 +23,9 @@ def main() -> None:
     try:
         chosen = ([experiments.find(EXPERIMENTS_DIR, name)] if name
                   else experiments.load_all(EXPERIMENTS_DIR))
-        # Constructs check what only a backend knows (e.g. SageMaker's limits) while building.
         build(app, chosen, validate=os.environ.get("CDK_VALIDATION", "true") != "false",
               account=os.environ.get("CDK_DEFAULT_ACCOUNT"))
-    except experiments.ExperimentError as exc:
+    except experiments.ExperimentError as exc:  # a bad experiment file or context value
         sys.exit(f"error: {exc}")
     app.synth()
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from aws_cdk import RemovalPolicy
+from aws_cdk import RemovalPolicy, Stack
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_sns as sns
@@ -24,15 +24,29 @@ class AlertsTopic(Construct):
             enable_key_rotation=True,
             removal_policy=RemovalPolicy.DESTROY,
         )
-        for service in ("events.amazonaws.com", "cloudwatch.amazonaws.com"):
-            self.key.grant(iam.ServicePrincipal(service), "kms:Decrypt", "kms:GenerateDataKey*")
+        services = [iam.ServicePrincipal(s)
+                    for s in ("events.amazonaws.com", "cloudwatch.amazonaws.com")]
+        for service in services:
+            self.key.grant(service, "kms:Decrypt", "kms:GenerateDataKey*")
         self.topic = sns.Topic(
             self, "Topic",
             display_name="benchstack alerts",
             master_key=self.key,
             enforce_ssl=True,
         )
+        # The SSL-only policy replaces SNS's default one, which let this account's alarms
+        # and rules publish: say so again, for this account only.
+        self.topic.add_to_resource_policy(iam.PolicyStatement(
+            sid="AllowAlarmsAndRulesOfThisAccount",
+            principals=services,
+            actions=["sns:Publish"],
+            resources=[self.topic.topic_arn],
+            conditions={"StringEquals": {"aws:SourceAccount": Stack.of(self).account}},
+        ))
 
     def grant_publish(self, grantee: iam.IGrantable) -> iam.Grant:
-        self.key.grant(grantee, "kms:Decrypt", "kms:GenerateDataKey*")
-        return self.topic.grant_publish(grantee)
+        # exactly what SNS asks KMS for on a publisher's behalf; Topic.grant_publish would
+        # add kms:GenerateDataKey*, a wildcard action
+        self.key.grant(grantee, "kms:Decrypt", "kms:GenerateDataKey")
+        return iam.Grant.add_to_principal(grantee=grantee, actions=["sns:Publish"],
+                                          resource_arns=[self.topic.topic_arn])

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
-from aws_cdk import CfnResource, Fn, Stack
+from aws_cdk import Fn, Stack
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_s3 as s3
 from constructs import Construct
+
+from benchstack_constructs import cfn_lint
 
 
 class BenchmarkNetwork(Construct):
@@ -52,9 +54,9 @@ class BenchmarkNetwork(Construct):
         and also reads it by GetAtt; cfn-lint warns (W3005). Harmless, and not our code."""
         provider = Stack.of(self).node.try_find_child(
             "Custom::VpcRestrictDefaultSGCustomResourceProvider")
-        handler = provider.node.try_find_child("Handler") if provider else None
-        if isinstance(handler, CfnResource):
-            handler.add_metadata("cfn-lint", {"config": {"ignore_checks": ["W3005"]}})
+        if provider:
+            cfn_lint.ignore(provider.node.try_find_child("Handler"),
+                            cfn_lint.REDUNDANT_ROLE_DEPENDENCY)
 
     @property
     def public_subnet_ids(self) -> list[str]:

@@ -17,7 +17,7 @@ from constructs import Construct
 from benchstack_constructs import cfn_lint
 from benchstack_constructs import workflow_permissions as allow
 from benchstack_constructs.nag_wildcards import acknowledge_wildcards
-from benchstack_constructs.phase_function import PhaseFunction
+from benchstack_constructs.runner_function import RunnerFunction
 from runners import workflow
 
 
@@ -27,7 +27,7 @@ class RunOnDeploy(Construct):
     def __init__(self, scope: Construct, construct_id: str, *, experiment_name: str,
                  definition: str, after: list[Construct]):
         super().__init__(scope, construct_id)
-        self.starter = PhaseFunction(
+        self.starter = RunnerFunction(
             self, "Starter", handler="runners.start.trigger_handler",
             timeout=Duration.seconds(60), memory_mb=256,
             description=f"starts a benchstack run of {experiment_name} on deploy",

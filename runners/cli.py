@@ -112,6 +112,12 @@ def _cmd_start(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_watchdog(args: argparse.Namespace) -> int:
+    from runners import watchdog_cli
+
+    return watchdog_cli.run(args)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m runners", description=__doc__.splitlines()[0])
     parser.add_argument("--experiments", type=Path, default=EXPERIMENTS_DIR,
@@ -137,6 +143,17 @@ def build_parser() -> argparse.ArgumentParser:
     begin.add_argument("--region", help="region to start in (default: the experiment's "
                                          "first); its other regions are the fallbacks")
     begin.set_defaults(func=_cmd_start)
+    watchdog = sub.add_parser(
+        "watchdog", help="sweep regions for expired benchstack resources (the Lambda's code)")
+    watchdog.add_argument("--dry-run", action="store_true",
+                          help="report what would be deleted; delete nothing")
+    watchdog.add_argument("--regions", default=None,
+                          help="comma-separated regions (default: us-east-1,us-east-2,us-west-2)")
+    watchdog.add_argument("--audit", type=Path, default=None,
+                          help="write the JSON-lines audit here instead of stdout")
+    watchdog.add_argument("--sequential", action="store_true",
+                          help="sweep one region at a time instead of in parallel")
+    watchdog.set_defaults(func=_cmd_watchdog)
     return parser
 
 

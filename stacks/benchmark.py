@@ -14,7 +14,7 @@ from constructs import Construct
 from benchstack_constructs import workflow_permissions as allow
 from benchstack_constructs.benchmark_workflow import BenchmarkWorkflow
 from benchstack_constructs.nag_wildcards import acknowledge_wildcards
-from benchstack_constructs.phase_function import PhaseFunction
+from benchstack_constructs.runner_function import RunnerFunction
 from runners import workflow
 from runners.experiment import Experiment
 from stacks import names
@@ -40,7 +40,7 @@ class BenchmarkStack(Stack):
         results_bucket = ssm.StringParameter.value_for_string_parameter(
             self, workflow.foundation_parameter("results-bucket"))
 
-        self.control = PhaseFunction(
+        self.control = RunnerFunction(
             self, "Control", handler=HANDLER, timeout=FUNCTION_TIMEOUT, memory_mb=1024,
             function_name=workflow.CONTROL_FUNCTION,
             description="benchstack phases outside the VPC: AWS APIs, SageMaker, Bedrock")
@@ -57,7 +57,7 @@ class BenchmarkStack(Stack):
             description="benchstack in-VPC runner: calls engines and S3; admits nothing",
             # No NAT and no public IP: outbound reaches only the VPC and the S3 gateway.
             allow_all_outbound=True)
-        self.data = PhaseFunction(
+        self.data = RunnerFunction(
             self, "Data", handler=HANDLER, timeout=FUNCTION_TIMEOUT, memory_mb=1024,
             function_name=workflow.DATA_FUNCTION, vpc=network.vpc,
             security_group=self.data_security_group,

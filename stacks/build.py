@@ -14,6 +14,7 @@ from runners.experiment import CLOUD_BACKENDS, Experiment
 from stacks.benchmark import BenchmarkStack
 from stacks.experiment import ExperimentStack
 from stacks.foundation import FoundationStack
+from stacks.watchdog import WatchdogSettings, WatchdogStack
 
 
 @dataclass
@@ -21,10 +22,12 @@ class Built:
     foundations: dict[str, FoundationStack] = field(default_factory=dict)
     benchmarks: dict[str, BenchmarkStack] = field(default_factory=dict)
     experiments: list[ExperimentStack] = field(default_factory=list)
+    watchdog: WatchdogStack | None = None
 
     @property
     def stacks(self) -> list:
-        return [*self.foundations.values(), *self.benchmarks.values(), *self.experiments]
+        return [*self.foundations.values(), *self.benchmarks.values(), *self.experiments,
+                *([self.watchdog] if self.watchdog else [])]
 
 
 def build(app: App, experiments: list[Experiment], *, validate: bool = True,
@@ -34,15 +37,22 @@ def build(app: App, experiments: list[Experiment], *, validate: bool = True,
     deploy (the others hold what a fallback to their region needs), so deploying every
     stack runs each experiment once.
 
-    Local and OpenAI-compatible experiments need no AWS resources and get no stack.
+    Local and OpenAI-compatible experiments need no AWS resources and get no stack. Any
+    cloud experiment brings the watchdog (stacks/watchdog.py), in its home region, whose
+    foundation is built even when no experiment uses that region.
     """
     built = Built()
     cloud = [e for e in experiments if e.backend in CLOUD_BACKENDS]
-    for region in sorted({r for e in cloud for r in e.regions}):
+    watchdog = WatchdogSettings.from_context(app.node) if cloud else None
+    in_use = {r for e in cloud for r in e.regions} | ({watchdog.home_region} if watchdog
+                                                       else set())
+    for region in sorted(in_use):
         built.foundations[region] = FoundationStack(app, region, account=account)
-        built.benchmarks[region] = BenchmarkStack(
-            app, region, foundation=built.foundations[region],
-            experiments=[e for e in cloud if region in e.regions], account=account)
+        here = [e for e in cloud if region in e.regions]
+        if here:  # the watchdog's home region may have no experiment to run
+            built.benchmarks[region] = BenchmarkStack(
+                app, region, foundation=built.foundations[region], experiments=here,
+                account=account)
     for exp in cloud:
         for region in exp.regions:
             built.experiments.append(
@@ -50,6 +60,9 @@ def build(app: App, experiments: list[Experiment], *, validate: bool = True,
                                 benchmark=built.benchmarks[region],
                                 start_on_deploy=region == exp.regions[0], account=account)
             )
+    if watchdog:
+        built.watchdog = WatchdogStack(app, watchdog, account=account,
+                                       foundation=built.foundations[watchdog.home_region])
     if validate:
         Validations.of(app).add_plugins(AwsSolutionsChecks(app))
     return built

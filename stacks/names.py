@@ -23,5 +23,10 @@ def ec2_launch_templates_parameter(name: str) -> str:
     return LAUNCH_TEMPLATES_PARAMETER.format(experiment=name)
 
 
+def watchdog() -> str:
+    """One watchdog for the account; it sweeps every region from its home region."""
+    return f"{PREFIX}-Watchdog"
+
+
 def benchmark(region: str) -> str:
     return f"{PREFIX}-Benchmark-{region}"

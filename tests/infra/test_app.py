@@ -37,6 +37,8 @@ def test_selecting_one_experiment_builds_only_its_stacks(tmp_path):
         names.benchmark("us-east-1"), names.benchmark("us-west-2"),
         names.experiment("e2b-fp16-g5g", "us-east-1"),
         names.experiment("e2b-fp16-g5g", "us-west-2"),
+        # the watchdog comes with any cloud experiment, with its home region's foundation
+        names.foundation("us-east-2"), names.watchdog(),
     ])
 
 

@@ -19,7 +19,7 @@ def _stack_names() -> list[str]:
     regions = sorted({r for e in cloud for r in e.regions})
     return [names.foundation(r) for r in regions] + [names.benchmark(r) for r in regions] + [
         names.experiment(e.name, r) for e in cloud for r in e.regions
-    ]
+    ] + [names.watchdog()]
 
 
 @pytest.fixture

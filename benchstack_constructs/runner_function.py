@@ -1,8 +1,11 @@
 """A Lambda function that runs code from the runners/ package, deployed as it is.
 
-The runners use only the standard library and boto3 (which the Lambda runtime ships), so
-the asset is the repository with everything but runners/ excluded: no bundling step, and
-the code in Lambda is byte for byte the code the local driver runs.
+Shared by every runner: the benchmark workflow's phase functions, the deploy trigger and
+the watchdog. The runners use only the standard library and boto3 (which the Lambda
+runtime ships), so the asset is the repository reduced to runners/: no bundling step, and
+the code in Lambda is byte for byte the code the local driver runs. Each function gets its
+own role (no AWS managed policies) and its own log group with a retention; callers grant
+it exactly what it needs through `.role`.
 """
 
 from __future__ import annotations
@@ -20,19 +23,27 @@ from benchstack_constructs import cfn_lint
 from benchstack_constructs.nag import acknowledge
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
-# Glob patterns over the repository: keep runners/ only (dot-folders such as .venv and
-# .git need their own pattern), without bytecode caches.
-RUNNERS_ONLY = ["*", ".*", "!runners", "!runners/**", "runners/**/__pycache__", "**/*.pyc"]
+# Glob patterns over the repository root (so `runners.x.handler` imports as it does
+# locally): keep runners/ only; "*" does not match dot-folders such as .git and .venv.
+ASSET_EXCLUDE = [
+    "*",
+    ".*",
+    "!runners",
+    "!runners/**",
+    "runners/**/.*",
+    "runners/**/__pycache__",
+    "runners/**/*.pyc",
+]
 RUNTIME = lambda_.Runtime.PYTHON_3_12
 
 
 def runners_code() -> lambda_.Code:
-    return lambda_.Code.from_asset(str(REPO_ROOT), exclude=RUNNERS_ONLY)
+    return lambda_.Code.from_asset(str(REPO_ROOT), exclude=ASSET_EXCLUDE)
 
 
-class PhaseFunction(Construct):
-    """A runners/ handler with its own role (no AWS managed policies), a log group with
-    a retention, and optionally an ENI in a VPC's public subnets."""
+class RunnerFunction(Construct):
+    """A runners/ handler with its own role, a log group with a retention, and optionally
+    an ENI in a VPC's public subnets."""
 
     def __init__(self, scope: Construct, construct_id: str, *, handler: str, timeout: Duration,
                  description: str, function_name: str | None = None,
