@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 from aws_cdk import Acknowledgment, Stack, Validations
 from constructs import IConstruct
 
@@ -21,18 +23,25 @@ def wildcard_finding(scope: IConstruct, resource: str) -> str:
     """The id cdk-nag gives a wildcard resource in an IAM policy ("Resource::arn:...:*"),
     for `acknowledge(policy, f"AwsSolutions-IAM5[{finding}]", ...)`: tokens are resolved
     and flattened the way cdk-nag prints them ("<AWS::AccountId>", "<Logical.Arn>")."""
-    return f"Resource::{_flatten(Stack.of(scope).resolve(resource))}"
+    return f"Resource::{flatten(Stack.of(scope).resolve(resource))}"
 
 
-def _flatten(node) -> str:
+def flatten(node) -> str:
+    """A CloudFormation value as cdk-nag prints it in a finding (its flattenCfnReference)."""
+    if node is None:
+        return ""
     if isinstance(node, str):
         return node.replace("${", "<").replace("}", ">")
     if isinstance(node, dict) and "Fn::Join" in node:
         delimiter, items = node["Fn::Join"]
-        return delimiter.join(_flatten(item) for item in items)
+        return delimiter.join(flatten(item) for item in items)
+    if isinstance(node, dict) and "Fn::Sub" in node:
+        return flatten(node["Fn::Sub"])
     if isinstance(node, dict) and "Fn::GetAtt" in node:
         resource, attribute = node["Fn::GetAtt"]
-        return f"<{_flatten(resource)}.{_flatten(attribute)}>"
+        return f"<{flatten(resource)}.{flatten(attribute)}>"
+    if isinstance(node, dict) and "Fn::ImportValue" in node:
+        return flatten(node["Fn::ImportValue"])
     if isinstance(node, dict) and "Ref" in node:
-        return f"<{_flatten(node['Ref'])}>"
-    raise ValueError(f"cannot name a cdk-nag finding for {node!r}")
+        return f"<{flatten(node['Ref'])}>"
+    return json.dumps(node, separators=(",", ":"))

@@ -8,34 +8,11 @@ reason, so a new wildcard added later is acknowledged only by whoever adds it he
 
 from __future__ import annotations
 
-import json
-
 from aws_cdk import Stack
 from aws_cdk import aws_iam as iam
 from constructs import IConstruct
 
-from benchstack_constructs.nag import acknowledge
-
-
-def flatten(node) -> str:
-    """A CloudFormation value as cdk-nag prints it in a finding (its flattenCfnReference)."""
-    if node is None:
-        return ""
-    if isinstance(node, str):
-        return node.replace("${", "<").replace("}", ">")
-    if isinstance(node, dict) and "Fn::Join" in node:
-        delimiter, items = node["Fn::Join"]
-        return delimiter.join(flatten(item) for item in items)
-    if isinstance(node, dict) and "Fn::Sub" in node:
-        return flatten(node["Fn::Sub"])
-    if isinstance(node, dict) and "Fn::GetAtt" in node:
-        resource, attribute = node["Fn::GetAtt"]
-        return f"<{flatten(resource)}.{flatten(attribute)}>"
-    if isinstance(node, dict) and "Fn::ImportValue" in node:
-        return flatten(node["Fn::ImportValue"])
-    if isinstance(node, dict) and "Ref" in node:
-        return f"<{flatten(node['Ref'])}>"
-    return json.dumps(node, separators=(",", ":"))
+from benchstack_constructs.nag import acknowledge, flatten
 
 
 def _as_list(value) -> list:
