@@ -11,7 +11,11 @@ from runners.providers.base import Provider
 
 # backend name -> "module:Class", imported lazily so a laptop run never imports what
 # it does not use.
-REGISTRY: dict[str, str] = {}
+REGISTRY: dict[str, str] = {
+    "local": "runners.providers.local:LocalProvider",
+    "openai": "runners.providers.openai:OpenAIProvider",
+    "bedrock": "runners.providers.bedrock:BedrockProvider",
+}
 
 
 def for_experiment(experiment, **kwargs) -> Provider:

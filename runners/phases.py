@@ -1,0 +1,200 @@
+"""The phase list, defined once. The local driver runs it in order and the Step Functions
+workflow is built from it, so a laptop run exercises exactly the code Lambda runs.
+
+Every phase is `run_phase(name, context) -> small dict` with JSON-ready input and output:
+{"phase", "state": "done"|"waiting"|"failed"|"skipped", "key": where its JSON went,
+ "updates": context fields to merge (e.g. the placement)}. The phase's full result is in
+the results store before it returns.
+"""
+
+from __future__ import annotations
+
+import getpass
+import os
+import platform
+import socket
+import subprocess
+import time
+import traceback
+from pathlib import Path
+from typing import Any, Callable
+
+from runners import measure, progress, report
+from runners.providers.base import ProvisionError
+from runners.run_context import Recorder, Run, utc_now
+
+PHASES: tuple[str, ...] = (
+    "provision", "await_ready",
+    "warmup", "decode", "stream", "load", "quality", "toolcall",
+    # "cost" belongs here (prices -> $/hour, $/1M tokens): added by the cost model.
+    "teardown", "report",
+)
+# Run whatever happened before them: the meter must stop and the results must be readable.
+ALWAYS_RUN: tuple[str, ...] = ("teardown", "report")
+# Without these there is nothing to measure: on failure, skip to ALWAYS_RUN.
+GATES: tuple[str, ...] = ("provision", "await_ready")
+
+DEFAULT_READY_BUDGET_S = 900.0
+DEFAULT_TEARDOWN_BUDGET_S = 300.0
+POLL_INTERVAL_S = 1.0
+
+
+def _code_version() -> str:
+    if os.environ.get("BENCHSTACK_CODE_VERSION"):
+        return os.environ["BENCHSTACK_CODE_VERSION"]
+    try:
+        out = subprocess.run(["git", "describe", "--always", "--dirty"], capture_output=True,
+                             text=True, timeout=5, cwd=Path(__file__).resolve().parent)
+        return out.stdout.strip() or "unknown"
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+
+
+def _client_location() -> dict[str, Any]:
+    lambda_name = os.environ.get("AWS_LAMBDA_FUNCTION_NAME")
+    return {"kind": "lambda" if lambda_name else "local", "function": lambda_name,
+            "region": os.environ.get("AWS_REGION"), "host": socket.gethostname(),
+            "platform": platform.platform(), "python": platform.python_version(),
+            "cpus": os.cpu_count(), "user": None if lambda_name else getpass.getuser()}
+
+
+# ---------------------------------------------------------------- lifecycle phases
+
+
+def provision(run: Run) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Try each region in order; capacity refusals move on, anything else stops."""
+    exp = run.experiment
+    started, refused, placement, failure = utc_now(), [], None, None
+    for region in exp.regions or ("local",):
+        progress.emit("provision", f"placing in {region}")
+        try:
+            placement = run.provider.provision(run.context["run_id"], region)
+            break
+        except ProvisionError as exc:
+            refused.append({"region": region, **exc.to_dict()})
+            if exc.kind != ProvisionError.CAPACITY:
+                failure = exc.to_dict()
+                break
+    if placement is None and failure is None:
+        failure = {"kind": ProvisionError.CAPACITY, "message": "no capacity in any region",
+                   "detail": {}}
+    result = {"started_at": started, "finished_at": utc_now(), "placement": placement,
+              "refused": refused, "error": failure}
+    manifest = {
+        "schema": "benchstack.manifest/1", "run_id": run.context["run_id"],
+        "experiment": exp.to_dict(), "code_version": _code_version(),
+        "started_at": run.context.get("started_at"), "client": _client_location(),
+        "placement": placement, "refused_placements": refused,
+    }
+    run.write("manifest.json", manifest)
+    # A half-made placement from the failure detail still has to be torn down.
+    keep = placement or (failure or {}).get("detail", {}).get("placement")
+    return result, {"placement": keep}
+
+
+def await_ready(run: Run) -> tuple[dict[str, Any] | None, dict[str, Any]]:
+    """Poll within the budget. The result is None (nothing written) while still waiting,
+    so a workflow can call again; the final result is written once."""
+    placement = run.context.get("placement")
+    budget_s = float(run.context.get("ready_budget_s", DEFAULT_READY_BUDGET_S))
+    deadline = time.monotonic() + budget_s
+    first = run.context.get("ready_polls_started_at") or utc_now()
+    polls = 0
+    while True:
+        look = run.provider.poll_ready(placement)
+        polls += 1
+        placement = look.get("placement", placement)
+        if look["state"] in ("ready", "failed"):
+            break
+        if time.monotonic() + POLL_INTERVAL_S > deadline:
+            return None, {"placement": placement, "ready_polls_started_at": first}
+        progress.emit("await_ready", look.get("message", "waiting"))
+        time.sleep(POLL_INTERVAL_S)
+    result = {"state": look["state"], "polls_started_at": first, "ready_at":
+              utc_now() if look["state"] == "ready" else None, "polls": polls,
+              "message": look.get("message"), "placement": placement}
+    return result, {"placement": placement}
+
+
+def teardown(run: Run) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Delete what bills; "retry-later" is retried within the budget, then reported."""
+    placement = run.context.get("placement") or {}
+    budget_s = float(run.context.get("teardown_budget_s", DEFAULT_TEARDOWN_BUDGET_S))
+    deadline = time.monotonic() + budget_s
+    attempts = []
+    while True:
+        outcome = run.provider.teardown(placement)
+        attempts.append(outcome)
+        if outcome.get("state") == "deleted" or time.monotonic() + POLL_INTERVAL_S > deadline:
+            break
+        time.sleep(POLL_INTERVAL_S)
+    return {"state": outcome.get("state"), "attempts": attempts,
+            "finished_at": utc_now()}, {}
+
+
+# ---------------------------------------------------------------- dispatch
+
+
+def _measuring(fn: Callable[[Run, Recorder], dict[str, Any]], name: str):
+    def phase(run: Run) -> tuple[dict[str, Any], dict[str, Any]]:
+        placement = run.context.get("placement")
+        if not placement:
+            return {"skipped": True, "reason": "nothing was placed"}, {}
+        client = run.provider.client(placement)
+        rec = Recorder(run, name, client)
+        started = utc_now()
+        try:
+            result = fn(run, rec)
+        finally:
+            rec.save()
+            client.close()
+        return {"started_at": started, "finished_at": utc_now(),
+                "degenerate_responses": rec.degenerate, **result}, {}
+    return phase
+
+
+_RUNNERS: dict[str, Callable[[Run], Any]] = {
+    "provision": provision,
+    "await_ready": await_ready,
+    **{name: _measuring(getattr(measure, name), name)
+       for name in ("warmup", "decode", "stream", "load", "quality", "toolcall")},
+    "teardown": teardown,
+    "report": lambda run: (report.write_report(run.store, run.prefix), {}),
+}
+assert set(_RUNNERS) == set(PHASES), "every phase in PHASES needs a runner, and only those"
+
+
+def _state(name: str, result: dict[str, Any]) -> str:
+    if result.get("skipped"):
+        return "skipped"
+    failed = (name == "provision" and result.get("placement") is None) or \
+        (name == "await_ready" and result.get("state") != "ready") or \
+        (name == "teardown" and result.get("state") != "deleted")
+    return "failed" if failed else "done"
+
+
+def run_phase(name: str, context: dict[str, Any], *,
+              provider_kwargs: dict[str, Any] | None = None, run: Run | None = None
+              ) -> dict[str, Any]:
+    """Run one phase; its JSON is in the store before this returns."""
+    if name not in _RUNNERS:
+        raise ValueError(f"unknown phase {name!r}; phases: {', '.join(PHASES)}")
+    run = run or Run(context, provider_kwargs)
+    key = run.key(f"{name}.json")
+    try:
+        out = _RUNNERS[name](run)
+    except KeyboardInterrupt:
+        raise
+    except Exception as exc:  # a phase that breaks is recorded, and the run goes on to teardown
+        result = {"error": f"{type(exc).__name__}: {exc}",
+                  "traceback": traceback.format_exc(limit=8), "finished_at": utc_now()}
+        if name != "report":
+            run.write(f"{name}.json", result)
+        return {"phase": name, "state": "failed", "key": key, "error": result["error"],
+                "updates": {}}
+    result, updates = out
+    if result is None:
+        return {"phase": name, "state": "waiting", "key": None, "updates": updates}
+    if name != "report":  # the report phase writes its own files
+        run.write(f"{name}.json", result)
+    return {"phase": name, "state": _state(name, result), "key": key, "updates": updates}
