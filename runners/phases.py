@@ -21,7 +21,7 @@ from typing import Any, Callable
 
 from runners import measure, progress, report
 from runners.providers.base import ProvisionError
-from runners.run_context import Recorder, Run, utc_now
+from runners.run_context import Recorder, Run, utc_from_epoch, utc_now
 
 PHASES: tuple[str, ...] = (
     "provision", "await_ready",
@@ -93,12 +93,14 @@ def provision(run: Run) -> tuple[dict[str, Any], dict[str, Any]]:
 
 
 def await_ready(run: Run) -> tuple[dict[str, Any] | None, dict[str, Any]]:
-    """Poll within the budget. The result is None (nothing written) while still waiting,
-    so a workflow can call again; the final result is written once."""
+    """Poll until ready, failed, or `ready_budget_s` after the first poll. One call polls
+    for at most `poll_window_s` (a Lambda's share); the result is None (nothing written)
+    while still waiting, so the workflow calls again; the final result is written once."""
     placement = run.context.get("placement")
     budget_s = float(run.context.get("ready_budget_s", DEFAULT_READY_BUDGET_S))
-    deadline = time.monotonic() + budget_s
-    first = run.context.get("ready_polls_started_at") or utc_now()
+    first_epoch = float(run.context.get("ready_polls_started_epoch") or time.time())
+    deadline = first_epoch + budget_s
+    window_end = time.time() + float(run.context.get("poll_window_s", budget_s))
     polls = 0
     while True:
         look = run.provider.poll_ready(placement)
@@ -106,12 +108,16 @@ def await_ready(run: Run) -> tuple[dict[str, Any] | None, dict[str, Any]]:
         placement = look.get("placement", placement)
         if look["state"] in ("ready", "failed"):
             break
-        if time.monotonic() + POLL_INTERVAL_S > deadline:
-            return None, {"placement": placement, "ready_polls_started_at": first}
+        if time.time() + POLL_INTERVAL_S > deadline:
+            look = {"state": "failed", "message": f"not ready within {budget_s:g} s: "
+                    f"{look.get('message', 'waiting')}"}
+            break
+        if time.time() + POLL_INTERVAL_S > window_end:
+            return None, {"placement": placement, "ready_polls_started_epoch": first_epoch}
         progress.emit("await_ready", look.get("message", "waiting"))
         time.sleep(POLL_INTERVAL_S)
-    result = {"state": look["state"], "polls_started_at": first, "ready_at":
-              utc_now() if look["state"] == "ready" else None, "polls": polls,
+    result = {"state": look["state"], "polls_started_at": utc_from_epoch(first_epoch),
+              "ready_at": utc_now() if look["state"] == "ready" else None, "polls": polls,
               "message": look.get("message"), "placement": placement}
     return result, {"placement": placement}
 
@@ -181,6 +187,10 @@ def run_phase(name: str, context: dict[str, Any], *,
         raise ValueError(f"unknown phase {name!r}; phases: {', '.join(PHASES)}")
     run = run or Run(context, provider_kwargs)
     key = run.key(f"{name}.json")
+    if name != "report" and run.store.exists(key):
+        return {"phase": name, "state": "failed", "key": key, "updates": {},
+                "error": f"{run.store.uri(key)} is already written; results are never "
+                         "overwritten (start a new run)"}
     try:
         out = _RUNNERS[name](run)
     except KeyboardInterrupt:

@@ -11,6 +11,7 @@ import datetime as dt
 import json
 import secrets
 import threading
+import time
 from typing import Any
 
 from runners import degeneracy, experiment, providers
@@ -18,8 +19,13 @@ from runners.backends.reply import DEGENERATE, Ask, Reply
 from runners.results_store import ResultsStore, open_store, run_prefix
 
 
+def utc_from_epoch(epoch_s: float) -> str:
+    moment = dt.datetime.fromtimestamp(epoch_s, dt.timezone.utc)
+    return moment.isoformat(timespec="seconds").replace("+00:00", "Z")
+
+
 def utc_now() -> str:
-    return dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds").replace("+00:00", "Z")
+    return utc_from_epoch(time.time())
 
 
 def new_context(experiment_file: str, store: str) -> dict[str, Any]:

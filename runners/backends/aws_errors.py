@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from runners.backends.reply import ERROR, THROTTLED, TIMEOUT
 
-THROTTLE_CODES = {"ThrottlingException", "Throttling", "TooManyRequestsException",
-                  "ServiceUnavailableException", "ModelNotReadyException"}
+# Compared lower-cased: event streams spell them "throttlingException".
+THROTTLE_CODES = {"throttlingexception", "throttling", "toomanyrequestsexception",
+                  "serviceunavailableexception", "modelnotreadyexception"}
 
 
 def classify(exc: Exception) -> tuple[str, str]:
@@ -15,7 +16,7 @@ def classify(exc: Exception) -> tuple[str, str]:
     http = (response.get("ResponseMetadata") or {}).get("HTTPStatusCode")
     original = response.get("OriginalStatusCode")  # SageMaker ModelError carries the engine's
     name = type(exc).__name__
-    if code in THROTTLE_CODES or http == 429 or original == 429:
+    if code.lower() in THROTTLE_CODES or http == 429 or original == 429:
         return THROTTLED, f"{code or name}: {exc}"[:300]
     if "Timeout" in name or "timed out" in str(exc).lower():
         return TIMEOUT, f"{name}: {exc}"[:300]

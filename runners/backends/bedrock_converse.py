@@ -12,7 +12,7 @@ import time
 from typing import Any
 
 from runners.backends import aws_errors
-from runners.backends.reply import ERROR, Ask, BackendClient, Reply
+from runners.backends.reply import ERROR, THROTTLED, Ask, BackendClient, Reply
 
 
 def _tool_use(call: dict[str, Any]) -> dict[str, Any]:
@@ -148,12 +148,10 @@ class BedrockConverseClient(BackendClient):
             elif "metadata" in event:
                 self._usage(reply, event["metadata"].get("usage"))
             elif "messageStart" not in event and "contentBlockStop" not in event:
-                # internalServerException, throttlingException, ... delivered in the stream
+                # An error member botocore did not raise (it raises the modelled ones).
                 name, detail = next(iter(event.items()))
-                status, _ = aws_errors.classify(Exception(name))
-                if "throttl" in name.lower():
-                    status = aws_errors.THROTTLED
-                reply.status, reply.error = status, f"{name}: {detail}"[:300]
+                reply.status = THROTTLED if "throttl" in name.lower() else ERROR
+                reply.error = f"{name}: {detail}"[:300]
                 break
         reply.last_s = time.perf_counter()
         reply.tool_calls = [calls[i] for i in sorted(calls)]

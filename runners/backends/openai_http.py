@@ -135,14 +135,18 @@ class OpenAIHTTPClient(BackendClient):
     def _read_stream(resp: http.client.HTTPResponse, reply: Reply) -> bool:
         assembler = openai_chat.StreamAssembler(reply)
         while not assembler.done:
-            data = resp.read1(READ_SIZE)
+            try:
+                data = resp.read1(READ_SIZE)
+            except http.client.IncompleteRead:
+                data = b""  # the server closed mid-chunk: reported below as a cut stream
             if not data:
                 break
             assembler.feed(data, time.perf_counter())
         reply.last_s = time.perf_counter()
         assembler.finish()
         if not assembler.done and reply.ok:
-            reply.status, reply.error = ERROR, "stream ended before [DONE]"
+            reply.status = ERROR
+            reply.error = f"stream ended before [DONE] after {len(reply.chunk_s)} chunks"
             return False
         # Drain the terminating chunk so the connection can be reused.
         resp.read()

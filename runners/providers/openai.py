@@ -11,6 +11,10 @@ from runners.providers.base import Provider, ProvisionError
 
 
 class OpenAIProvider(Provider):
+    def __init__(self, experiment, *, request_timeout_s: float = 300.0, **kwargs: Any):
+        super().__init__(experiment, **kwargs)
+        self.request_timeout_s = request_timeout_s
+
     def provision(self, run_id: str, region: str) -> dict[str, Any]:
         cfg = self.experiment.openai
         if cfg.api_key_env and not os.environ.get(cfg.api_key_env):
@@ -32,7 +36,8 @@ class OpenAIProvider(Provider):
         return OpenAIHTTPClient(
             placement["base_url"], self.experiment.model.served_name,
             api_key=os.environ.get(cfg.api_key_env) if cfg.api_key_env else None,
-            supports_tools=bool(engine and engine.tool_call_parser))
+            supports_tools=bool(engine and engine.tool_call_parser),
+            timeout_s=self.request_timeout_s)
 
     def teardown(self, placement: dict[str, Any]) -> dict[str, Any]:
         return {"state": "deleted", "message": "nothing was placed"}
