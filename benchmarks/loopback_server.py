@@ -41,6 +41,7 @@ class Truth:
     gap_s: float = 0.002
     tokens_per_chunk: int = 1
     hang_s: float = 2.0
+    fill: bool = False  # always reply with max_tokens tokens (for harnesses without ignore_eos)
 
     def first_content_s(self) -> float:
         return self.ttft_s + (self.tokens_per_chunk - 1) * self.gap_s
@@ -68,6 +69,13 @@ def answer_for(body: dict[str, Any]) -> str:
     return "ok"
 
 
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    # The default backlog of 5 drops SYNs when 64 clients connect at once, and a dropped
+    # SYN costs a 1 s retransmit that would be blamed on the harness.
+    request_queue_size = 1024
+
+
 class LoopbackServer:
     """`with LoopbackServer(truth, faults=[...]) as server:` -> server.base_url."""
 
@@ -78,8 +86,7 @@ class LoopbackServer:
         self.bodies: list[dict[str, Any]] = []
         self.lateness_s: list[float] = []  # how late the server sent each chunk, its own view
         self.lock = threading.Lock()
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", port), self._handler())
-        self.httpd.daemon_threads = True
+        self.httpd = _Server(("127.0.0.1", port), self._handler())
         self.base_url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
         self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
 
@@ -114,6 +121,11 @@ class LoopbackServer:
             def do_GET(self) -> None:
                 if self.path.rstrip("/") == "/v1/models":
                     self._json(200, {"object": "list", "data": [{"id": "loopback"}]})
+                elif self.path == "/stats":  # the server's own lateness, then start afresh
+                    with server.lock:
+                        late, server.lateness_s = server.lateness_s, []
+                    self._json(200, {"sends": len(late), "late_max_s": max(late, default=0),
+                                     "late_mean_s": sum(late) / len(late) if late else 0})
                 else:
                     self._json(404, {"error": "not found"})
 
@@ -141,7 +153,8 @@ class LoopbackServer:
                     return []
                 if fault == "degenerate":
                     return ["The "] * n
-                if body.get("ignore_eos") or body.get("min_tokens"):
+                n = int(body.get("max_completion_tokens") or n)
+                if server.truth.fill or body.get("ignore_eos") or body.get("min_tokens"):
                     return [f"w{i} " for i in range(n)]
                 words = answer_for(body).split(" ")
                 return [w + " " for w in words[:-1]] + words[-1:] if n >= len(words) else \
@@ -237,8 +250,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--gap-s", type=float, default=Truth.gap_s)
     parser.add_argument("--tokens-per-chunk", type=int, default=Truth.tokens_per_chunk)
     parser.add_argument("--port", type=int, default=0)
+    parser.add_argument("--fill", action="store_true", help="always reply with max_tokens")
     args = parser.parse_args(argv)
-    truth = Truth(args.ttft_s, args.gap_s, args.tokens_per_chunk)
+    truth = Truth(args.ttft_s, args.gap_s, args.tokens_per_chunk, fill=args.fill)
     with LoopbackServer(truth, port=args.port) as server:
         print(server.base_url, flush=True)
         try:

@@ -141,23 +141,28 @@ def _sleep_until(target_s: float) -> None:
         time.sleep(delay)
 
 
+def send_batch(rec: Recorder, ask: Ask, concurrency: int, pool: ThreadPoolExecutor,
+               **extra: Any) -> tuple[float, list[Reply]]:
+    """`concurrency` copies of `ask` meant to leave together: (intended send time, replies).
+    Threads are armed a little ahead and sleep until the intended time."""
+    intended = time.perf_counter() + LOAD_LEAD_S
+
+    def one(_: int) -> Reply:
+        _sleep_until(intended)
+        return rec.send(ask, intended_s=intended, concurrency=concurrency, **extra)
+
+    return intended, list(pool.map(one, range(concurrency)))
+
+
 def load_level(rec: Recorder, ask: Ask, concurrency: int, batches: int,
                pool: ThreadPoolExecutor) -> dict[str, Any]:
     """`batches` bursts of `concurrency` requests sent together; latency counts from the
     intended send time, so a slow client shows up as latency rather than hiding."""
-    prepare = getattr(rec.client, "prepare", None)
-    if prepare:
-        prepare(concurrency)
+    rec.client.prepare(concurrency)
     replies: list[Reply] = []
     busy_s = 0.0
     for batch in range(batches):
-        intended = time.perf_counter() + LOAD_LEAD_S
-
-        def one(_: int, intended=intended, batch=batch) -> Reply:
-            _sleep_until(intended)
-            return rec.send(ask, intended_s=intended, concurrency=concurrency, batch=batch)
-
-        done = list(pool.map(one, range(concurrency)))
+        intended, done = send_batch(rec, ask, concurrency, pool, batch=batch)
         busy_s += max(r.last_s for r in done) - intended
         replies += done
     good = [r for r in replies if r.ok]
