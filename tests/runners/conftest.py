@@ -8,18 +8,18 @@ import pytest
 
 from benchmarks.loopback_server import LoopbackServer, Truth
 
-# Small plans keep each run well under a second against the loopback server.
-SMALL_PLAN = """
-[benchmark]
-decode_lengths = [16, 64]
-decode_repeats = 3
-stream_requests = 4
-stream_tokens = 32
-concurrency = [1, 4]
-load_tokens = 32
-load_batches = 2
-toolcall_runs = 2
-"""
+
+def benchmark_plan(**values) -> str:
+    """A [benchmark] table; lists and numbers print as TOML, strings are quoted."""
+    lines = [f"{k} = {v!r}" if not isinstance(v, str) else f'{k} = "{v}"'
+             for k, v in values.items()]
+    return "\n[benchmark]\n" + "\n".join(lines) + "\n"
+
+
+# Small plans keep each run to a few seconds against the loopback server.
+SMALL_PLAN = benchmark_plan(decode_lengths=[16, 64], decode_repeats=3, stream_requests=4,
+                            stream_tokens=32, concurrency=[1, 4], load_tokens=32,
+                            load_batches=2, toolcall_runs=2)
 
 
 def write_openai_experiment(folder: Path, base_url: str, *, tools: bool = True,

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from runners import driver
+from tests.runners.conftest import benchmark_plan
 
 pytest.importorskip("llama_cpp", reason="pip install -r requirements-local.txt")
 pytestmark = pytest.mark.slow
@@ -26,17 +27,14 @@ build = "q4_k_m"
 precision = "int4"
 [local]
 n_ctx = 512
-[benchmark]
-decode_lengths = [4, 24]
-decode_repeats = 1
-stream_requests = 2
-stream_tokens = 8
-concurrency = [1, 2]
-load_tokens = 8
-load_batches = 1
-quality_suite = "none"
-toolcall_runs = 1
 """
+
+
+def experiment_text(name: str, decode_repeats: int = 1) -> str:
+    return TINY.format(name=name) + benchmark_plan(
+        decode_lengths=[4, 24], decode_repeats=decode_repeats, stream_requests=2,
+        stream_tokens=8, concurrency=[1, 2], load_tokens=8, load_batches=1,
+        quality_suite="none", toolcall_runs=1)
 
 
 def alive(pid: int) -> bool:
@@ -48,7 +46,7 @@ def alive(pid: int) -> bool:
 
 def test_local_engine_end_to_end(tmp_path):
     exp = tmp_path / "local-tiny.toml"
-    exp.write_text(TINY.format(name="local-tiny"))
+    exp.write_text(experiment_text("local-tiny"))
     outcome = driver.run_experiment(str(exp), str(tmp_path))
     states = {r["phase"]: r["state"] for r in outcome["results"]}
     assert states.pop("quality") == "skipped"  # quality_suite = "none" keeps this test short
@@ -68,8 +66,7 @@ def test_local_engine_end_to_end(tmp_path):
 
 def test_ctrl_c_stops_the_engine(tmp_path):
     exp = tmp_path / "local-ctrlc.toml"
-    exp.write_text(TINY.format(name="local-ctrlc").replace("decode_repeats = 1",
-                                                           "decode_repeats = 50"))
+    exp.write_text(experiment_text("local-ctrlc", decode_repeats=50))
     proc = subprocess.Popen([sys.executable, "-m", "runners", "run", str(exp),
                              "--store", str(tmp_path)], stderr=subprocess.PIPE, text=True,
                             cwd=Path(__file__).resolve().parents[2])

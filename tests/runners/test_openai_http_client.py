@@ -22,9 +22,9 @@ def test_stream_times_match_the_programmed_truth(loopback):
     assert len(reply.chunk_s) == 40
     # The role-only chunk goes out at once; TTFT must wait for generated content.
     ttft = reply.first_s - reply.send_s
-    assert truth.first_content_s() <= ttft < truth.first_content_s() + 0.01
+    assert truth.first_content_s() <= ttft < truth.first_content_s() + 0.04
     e2el = reply.last_s - reply.send_s
-    assert truth.e2el_s(40) <= e2el < truth.e2el_s(40) + 0.015
+    assert truth.e2el_s(40) <= e2el < truth.e2el_s(40) + 0.06
     assert server.bodies[0]["ignore_eos"] is True and server.bodies[0]["min_tokens"] == 40
 
 

@@ -9,7 +9,7 @@ import pytest
 from benchmarks.loopback_server import Truth
 from runners import driver, phases
 from runners.run_context import new_context
-from tests.runners.conftest import write_openai_experiment
+from tests.runners.conftest import benchmark_plan, write_openai_experiment
 
 
 def run_dir(outcome) -> Path:
@@ -27,7 +27,7 @@ def test_phase_list_is_in_design_order():
 
 
 def test_a_clean_run_measures_the_truth(loopback, tmp_path):
-    truth = Truth(ttft_s=0.02, gap_s=0.002)
+    truth = Truth(ttft_s=0.05, gap_s=0.004)
     server = loopback(truth)
     exp = write_openai_experiment(tmp_path, server.base_url)
     outcome = driver.run_experiment(str(exp), str(tmp_path / "store"))
@@ -35,18 +35,20 @@ def test_a_clean_run_measures_the_truth(loopback, tmp_path):
     folder = run_dir(outcome)
     summary = load(folder, "summary.json")
     assert summary["schema"] == "benchstack.summary/1"
-    assert summary["decode"]["tokens_per_s"] == pytest.approx(1 / truth.gap_s, rel=0.05)
+    # Loose bounds: this checks the arithmetic, not the timing precision (a loaded CI
+    # machine adds milliseconds); benchmarks/harness_accuracy.py reports the precision.
+    assert summary["decode"]["tokens_per_s"] == pytest.approx(1 / truth.gap_s, rel=0.15)
     assert summary["decode"]["intercept_s"] == pytest.approx(truth.ttft_s - truth.gap_s,
-                                                             abs=0.005)
+                                                             abs=0.03)
     assert summary["decode"]["tokens_verified"] is True
     ttft = summary["stream"]["ttft_s"]
-    assert truth.first_content_s() <= ttft["p50"] < truth.first_content_s() + 0.005
-    assert summary["stream"]["tpot_s"]["p50"] == pytest.approx(truth.tpot_s(32), rel=0.05)
+    assert truth.first_content_s() <= ttft["p50"] < truth.first_content_s() + 0.04
+    assert summary["stream"]["tpot_s"]["p50"] == pytest.approx(truth.tpot_s(32), rel=0.15)
     assert set(summary["stream"]["ttft_s"]) == {"p50", "p90", "p99", "mean"}
     assert [lvl["concurrency"] for lvl in summary["load"]] == [1, 4]
     assert [lvl["requests"] for lvl in summary["load"]] == [2, 8]
     # Four concurrent streams of 32 tokens: about four times the single-stream rate.
-    assert summary["load"][1]["tokens_per_s"] > 3 * summary["load"][0]["tokens_per_s"]
+    assert summary["load"][1]["tokens_per_s"] > 2.5 * summary["load"][0]["tokens_per_s"]
     assert summary["quality"] == {"correct": 40, "total": 40}
     assert summary["toolcall"] == {"supported": True, "runs": 2, "correct": 2, "filter_ok": 2}
     assert summary["degenerate_responses"] == 0
@@ -110,9 +112,8 @@ def test_load_counts_throttles_apart_from_errors(loopback, tmp_path):
 
 
 def test_quality_scores_wrong_and_degenerate_answers(loopback, tmp_path):
-    plan = "[benchmark]\ndecode_repeats = 1\nstream_requests = 1\nconcurrency = [1]\n" \
-           "load_batches = 1\ntoolcall_runs = 0\ndecode_lengths = [4, 8]\nstream_tokens = 4\n" \
-           "load_tokens = 4\n"
+    plan = benchmark_plan(decode_repeats=1, stream_requests=1, concurrency=[1], load_batches=1,
+                          toolcall_runs=0, decode_lengths=[4, 8], stream_tokens=4, load_tokens=4)
     # warmup 5 (no toolcall shape), decode 2, stream 1, load 1: then 40 questions
     server = loopback(faults=[None] * 9 + ["degenerate", "empty", "http500"])
     exp = write_openai_experiment(tmp_path, server.base_url, plan=plan, tools=False)
