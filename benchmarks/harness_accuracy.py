@@ -54,7 +54,7 @@ def decode_accuracy(client: OpenAIHTTPClient, truth: Truth) -> None:
     times: dict[int, list[float]] = {16: [], 512: []}
     for i in range(5):
         for n in ((16, 512) if i % 2 == 0 else (512, 16)):
-            reply = rec.send(measure._forced(n, stream=False))
+            reply = rec.send(measure.forced_ask(n, stream=False))
             times[n].append(reply.last_s - reply.send_s)
     rate, intercept = stats.decode_fit(16, 512, times[16], times[512])
     print(f"decode  rate {rate:8.2f} tokens/s  truth {1 / truth.gap_s:8.2f}  "
@@ -65,7 +65,7 @@ def decode_accuracy(client: OpenAIHTTPClient, truth: Truth) -> None:
 
 
 def load_accuracy(client: OpenAIHTTPClient, truth: Truth) -> list[dict]:
-    ask = measure._forced(LOAD_TOKENS, stream=True)
+    ask = measure.forced_ask(LOAD_TOKENS, stream=True)
     e2el_truth = truth.e2el_s(LOAD_TOKENS)
     rows = []
     print(f"\nload: {LOAD_TOKENS}-token streamed replies, {BATCHES} batches per level; truth "

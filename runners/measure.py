@@ -21,7 +21,7 @@ TOOLCALL_MAX_TURNS = 4
 LOAD_LEAD_S = 0.005  # threads are armed this long before the intended send time
 
 
-def _forced(tokens: int, stream: bool) -> Ask:
+def forced_ask(tokens: int, stream: bool) -> Ask:
     return Ask([{"role": "user", "content": FORCED_PROMPT}], max_tokens=tokens, stream=stream,
                force_tokens=True)
 
@@ -39,10 +39,10 @@ def output_tokens(reply: Reply) -> int:
 def warmup(run: Run, rec: Recorder) -> dict[str, Any]:
     """Untimed: one request of every shape used later, so no timed request pays compilation."""
     plan = run.plan
-    shapes = [("decode-short", _forced(plan.decode_lengths[0], False)),
-              ("decode-long", _forced(plan.decode_lengths[1], False)),
-              ("stream", _forced(plan.stream_tokens, True)),
-              ("load", _forced(plan.load_tokens, True))]
+    shapes = [("decode-short", forced_ask(plan.decode_lengths[0], False)),
+              ("decode-long", forced_ask(plan.decode_lengths[1], False)),
+              ("stream", forced_ask(plan.stream_tokens, True)),
+              ("load", forced_ask(plan.load_tokens, True))]
     if plan.quality_suite != "none":
         q = quality_suite.questions()[0]
         shapes.append(("quality", Ask([{"role": "user", "content": q.prompt}],
@@ -69,7 +69,7 @@ def decode(run: Run, rec: Recorder) -> dict[str, Any]:
     for i in range(repeats):
         for tokens in ((short, long) if i % 2 == 0 else (long, short)):
             progress.emit("decode", f"{tokens} tokens", len(samples), 2 * repeats)
-            reply = rec.send(_forced(tokens, False), repeat=i)
+            reply = rec.send(forced_ask(tokens, False), repeat=i)
             samples.append({"tokens_requested": tokens, "completion_tokens": reply.completion_tokens,
                             "usage_source": reply.usage_source, "status": reply.status,
                             "error": reply.error, "seconds": _seconds(reply)})
@@ -130,7 +130,7 @@ def stream(run: Run, rec: Recorder) -> dict[str, Any]:
     replies = []
     for i in range(run.plan.stream_requests):
         progress.emit("stream", "", i, run.plan.stream_requests)
-        replies.append(rec.send(_forced(run.plan.stream_tokens, True), index=i))
+        replies.append(rec.send(forced_ask(run.plan.stream_tokens, True), index=i))
     return {"tokens": run.plan.stream_tokens, **_counts(replies), **stream_metrics(replies),
             "errors_seen": sorted({r.error for r in replies if r.error})[:5]}
 
@@ -180,7 +180,7 @@ def load_level(rec: Recorder, ask: Ask, concurrency: int, batches: int,
 
 def load(run: Run, rec: Recorder) -> dict[str, Any]:
     plan = run.plan
-    ask = _forced(plan.load_tokens, True)
+    ask = forced_ask(plan.load_tokens, True)
     levels = []
     with ThreadPoolExecutor(max_workers=max(plan.concurrency)) as pool:
         for i, concurrency in enumerate(plan.concurrency):
