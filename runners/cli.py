@@ -12,7 +12,7 @@ import sys
 import time
 from pathlib import Path
 
-from runners import experiment, phases, progress, report
+from runners import experiment, phases, progress, providers, report
 from runners.results_store import LocalStore, open_store
 
 EXPERIMENTS_DIR = Path(__file__).resolve().parent.parent / "experiments"
@@ -99,6 +99,10 @@ def _cmd_run(args: argparse.Namespace) -> int:
     from runners import driver  # imports the phases' dependencies only when running
 
     path = _experiment_file(args)
+    backend = experiment.load(path).backend
+    if backend not in providers.REGISTRY:
+        raise experiment.ExperimentError(str(path), "backend", f"{backend!r} has no runner "
+                                         f"yet; runnable: {', '.join(providers.REGISTRY)}")
     line = ProgressLine()
     stop = progress.listen(line)
     try:

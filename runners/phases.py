@@ -75,6 +75,10 @@ def provision(run: Run) -> tuple[dict[str, Any], dict[str, Any]]:
             if exc.kind != ProvisionError.CAPACITY:
                 failure = exc.to_dict()
                 break
+        except Exception as exc:  # still write the manifest, so the run has a report
+            failure = {"kind": ProvisionError.FATAL, "message": f"{type(exc).__name__}: {exc}",
+                       "detail": {}}
+            break
     if placement is None and failure is None:
         failure = {"kind": ProvisionError.CAPACITY, "message": "no capacity in any region",
                    "detail": {}}
@@ -207,4 +211,10 @@ def run_phase(name: str, context: dict[str, Any], *,
         return {"phase": name, "state": "waiting", "key": None, "updates": updates}
     if name != "report":  # the report phase writes its own files
         run.write(f"{name}.json", result)
-    return {"phase": name, "state": _state(name, result), "key": key, "updates": updates}
+    state = _state(name, result)
+    answer = {"phase": name, "state": state, "key": key, "updates": updates}
+    if state == "failed":
+        error = result.get("error") or {}
+        answer["error"] = error.get("message") if isinstance(error, dict) else str(error)
+        answer["error"] = answer["error"] or result.get("message") or result.get("state")
+    return answer

@@ -123,7 +123,10 @@ def markdown(summary: dict[str, Any], files: dict[str, Any], charts_note: str,
     lines += ["## Phases", "", "| phase | outcome |", "|---|---|"]
     for name in PHASE_FILES:
         data = files.get(name)
-        outcome = "not run" if data is None else data.get("error") or (
+        error = (data or {}).get("error")
+        if isinstance(error, dict):
+            error = f"{error.get('kind')}: {error.get('message')}"
+        outcome = "not run" if data is None else error or (
             "skipped: " + str(data.get("reason")) if data.get("skipped") else
             data.get("note") or data.get("state") or "done")
         lines.append(f"| {name} | {str(outcome).splitlines()[0][:160]} |")

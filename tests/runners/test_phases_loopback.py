@@ -161,3 +161,16 @@ def test_run_phase_is_callable_alone_with_json_context(loopback, tmp_path):
     assert again["state"] == "failed" and "already written" in again["error"]
     with pytest.raises(ValueError):
         phases.run_phase("nope", context)
+
+
+def test_provision_failure_still_writes_manifest_and_report(tmp_path, monkeypatch):
+    monkeypatch.delenv("BENCHSTACK_TEST_KEY", raising=False)
+    exp = write_openai_experiment(tmp_path, "http://127.0.0.1:9")
+    exp.write_text(exp.read_text().replace('/v1"', '/v1"\napi_key_env = "BENCHSTACK_TEST_KEY"'))
+    outcome = driver.run_experiment(str(exp), str(tmp_path))
+    provision = outcome["results"][0]
+    assert provision["state"] == "failed" and "BENCHSTACK_TEST_KEY" in provision["error"]
+    assert [r["phase"] for r in outcome["results"]] == ["provision", "teardown", "report"]
+    folder = run_dir(outcome)
+    assert load(folder, "manifest.json")["placement"] is None
+    assert "BENCHSTACK_TEST_KEY" in (folder / "report.md").read_text()
