@@ -96,6 +96,11 @@ def decode(run: Run, rec: Recorder) -> dict[str, Any]:
             short, long, times[short], times[long])
     except ValueError as exc:
         result["note"] = str(exc)
+        return result
+    if result["intercept_s"] < 0:
+        result["note"] = ("negative intercept: time per token grows with reply length (attention "
+                          "over a longer context, typical on CPU), so the rate is the average "
+                          "over the long reply's extra tokens")
     return result
 
 

@@ -8,6 +8,7 @@ import pytest
 
 from benchmarks.loopback_server import Truth
 from runners import driver, phases
+from runners.run_context import Recorder
 from runners.run_context import new_context
 from tests.runners.conftest import benchmark_plan, write_openai_experiment
 
@@ -174,3 +175,27 @@ def test_provision_failure_still_writes_manifest_and_report(tmp_path, monkeypatc
     folder = run_dir(outcome)
     assert load(folder, "manifest.json")["placement"] is None
     assert "BENCHSTACK_TEST_KEY" in (folder / "report.md").read_text()
+
+
+def test_negative_intercept_is_explained(tmp_path):
+    from runners import measure
+
+    class SlowingDown:  # per-token time grows with length: t = n * (0.001 + n * 1e-5)
+        supports_tools = False
+
+        def chat(self, ask, intended_s=None):
+            from runners.backends.reply import Reply
+            n = ask.max_tokens
+            return Reply(text=" ".join(f"w{i}" for i in range(n)), completion_tokens=n,
+                         usage_source="server", send_s=0.0, last_s=n * (0.001 + n * 1e-5))
+
+    class Plan:
+        decode_lengths, decode_repeats = (16, 512), 1
+
+    class FakeRun:
+        plan = Plan()
+
+    rec = Recorder(FakeRun(), "decode", SlowingDown())
+    result = measure.decode(FakeRun(), rec)
+    assert result["intercept_s"] < 0 and "negative intercept" in result["note"]
+    assert result["tokens_verified"] is True
