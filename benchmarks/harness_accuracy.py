@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
+import resource
 import subprocess
 import sys
 import time
@@ -79,16 +79,16 @@ def load_accuracy(client: OpenAIHTTPClient, truth: Truth) -> list[dict]:
             rec = Recorder(None, "load", client)
             client.prepare(c)
             server_lateness(client)
-            cpu0 = os.times()
+            cpu0 = resource.getrusage(resource.RUSAGE_SELF)  # microsecond resolution
             replies: list = []
             busy = 0.0
             for _ in range(BATCHES):
                 intended, done = measure.send_batch(rec, ask, c, pool)
                 busy += max(r.last_s for r in done) - intended
                 replies += done
-            cpu1 = os.times()
-            user_ms = (cpu1.user - cpu0.user) * 1000 / len(replies)
-            sys_ms = (cpu1.system - cpu0.system) * 1000 / len(replies)
+            cpu1 = resource.getrusage(resource.RUSAGE_SELF)
+            user_ms = (cpu1.ru_utime - cpu0.ru_utime) * 1000 / len(replies)
+            sys_ms = (cpu1.ru_stime - cpu0.ru_stime) * 1000 / len(replies)
             late = server_lateness(client)
             m = measure.stream_metrics(replies)
             ok = [r for r in replies if r.ok]
