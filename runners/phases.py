@@ -55,7 +55,14 @@ def _client_location() -> dict[str, Any]:
     return {"kind": "lambda" if lambda_name else "local", "function": lambda_name,
             "region": os.environ.get("AWS_REGION"), "host": socket.gethostname(),
             "platform": platform.platform(), "python": platform.python_version(),
-            "cpus": os.cpu_count(), "user": None if lambda_name else getpass.getuser()}
+            "cpus": os.cpu_count(), "user": None if lambda_name else _user()}
+
+
+def _user() -> str | None:
+    try:
+        return getpass.getuser()
+    except (KeyError, OSError):  # a container user with no passwd entry
+        return None
 
 
 # ---------------------------------------------------------------- lifecycle phases
