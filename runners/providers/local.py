@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ctypes
 import importlib
+import importlib.metadata
 import os
 import signal
 import socket
@@ -100,7 +101,8 @@ class LocalProvider(Provider):
         self.processes[proc.pid] = proc
         return {"region": "local", "az": None, "instance_type": None, "pid": proc.pid,
                 "port": port, "base_url": f"http://{HOST}:{port}", "log": str(log_path),
-                "model_file": str(model), "engine": "llama-cpp-python",
+                "model_file": str(model),
+                "engine": f"llama-cpp-python {importlib.metadata.version('llama-cpp-python')}",
                 "memory": {"weights_gib": model.stat().st_size / GIB,
                            "kv_cache_tokens": self.local.n_ctx}}
 
