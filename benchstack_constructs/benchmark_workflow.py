@@ -100,6 +100,8 @@ class BenchmarkWorkflow(Construct):
             "placement.$": "$.site.placement",
             "results.$": "$.results",
             "error.$": "$.error",
+            # tagged on what the run creates: the watchdog reads the execution's status
+            "execution_arn.$": "$$.Execution.Id",
         }
         timeout_s = workflow.phase_timeout_s(phase)
         state = sfn.CustomState(self, state_name or phase, state_json={

@@ -7,10 +7,13 @@ they never print a traceback.
 from __future__ import annotations
 
 import argparse
+import json
 import sys
+import time
 from pathlib import Path
 
-from runners import experiment
+from runners import experiment, phases, progress, providers, report
+from runners.results_store import LocalStore, open_store
 
 EXPERIMENTS_DIR = Path(__file__).resolve().parent.parent / "experiments"
 
@@ -118,6 +121,115 @@ def _cmd_watchdog(args: argparse.Namespace) -> int:
     return watchdog_cli.run(args)
 
 
+class ProgressLine:
+    """One status line on stderr: phase i/N, what it is doing, requests done."""
+
+    def __init__(self, stream=sys.stderr):
+        self.stream, self.tty = stream, stream.isatty()
+        self.started = time.monotonic()
+        self.phase = None
+
+    def __call__(self, event: dict) -> None:
+        name = event["phase"]
+        index = phases.PHASES.index(name) + 1 if name in phases.PHASES else "-"
+        count = f" {event['done']}/{event['total']}" if event["total"] else ""
+        text = (f"[{index}/{len(phases.PHASES)}] {name:<11} {event['message']}{count}"
+                f"  ({time.monotonic() - self.started:.0f} s)")
+        if self.tty:
+            self.stream.write("\r\033[K" + text)
+        elif name != self.phase:  # a log file gets one line per phase
+            self.stream.write(text + "\n")
+        self.stream.flush()
+        self.phase = name
+
+    def close(self) -> None:
+        if self.tty:
+            self.stream.write("\n")
+
+
+def _experiment_file(args: argparse.Namespace) -> Path:
+    path = Path(args.experiment)
+    if path.suffix == ".toml" or path.exists():
+        experiment.load(path)  # validate now: a bad file is one line, before anything starts
+        return path
+    return Path(experiment.find(args.experiments, args.experiment).source)
+
+
+def _print_summary(summary: dict, where: str) -> None:
+    print(report.compare_table([summary]), end="")
+    for lvl in summary["load"]:
+        lat = lvl["latency_s"]
+        print(f"  load c={lvl['concurrency']}: "
+              f"{lvl['tokens_per_s'] or 0:.1f} tokens/s, {lvl['requests']} requests, "
+              f"{lvl['errors']} errors, {lvl['throttles']} throttles"
+              + (f", latency p50 {lat['p50']:.3f} s" if lat else ""))
+    print(f"run folder: {where}")
+
+
+def _cmd_run(args: argparse.Namespace) -> int:
+    from runners import driver  # imports the phases' dependencies only when running
+
+    path = _experiment_file(args)
+    backend = experiment.load(path).backend
+    if backend not in providers.REGISTRY:
+        raise experiment.ExperimentError(str(path), "backend", f"{backend!r} has no runner "
+                                         f"yet; runnable: {', '.join(providers.REGISTRY)}")
+    line = ProgressLine()
+    stop = progress.listen(line)
+    try:
+        outcome = driver.run_experiment(str(path), str(args.store))
+    finally:
+        stop()
+        line.close()
+    context = outcome["context"]
+    store = open_store(context["store"])
+    where = store.uri(context["run_prefix"])
+    failed = [r for r in outcome["results"] if r["state"] == "failed"]
+    for r in failed:
+        print(f"phase {r['phase']} failed: {r.get('error') or 'see ' + str(r['key'])}",
+              file=sys.stderr)
+    summary = store.get_json_or_none(context["run_prefix"] + "summary.json")
+    if summary:
+        _print_summary(summary, where)
+    if outcome["interrupted"]:
+        print(f"interrupted: the engine was stopped; partial results in {where}",
+              file=sys.stderr)
+        return 130
+    return 1 if failed else 0
+
+
+def _run_store(run_dir: str) -> LocalStore:
+    path = Path(run_dir)
+    if not (path / "manifest.json").is_file():
+        raise experiment.ExperimentError(run_dir, "-", "not a run folder (no manifest.json)")
+    return LocalStore(path)
+
+
+def _cmd_report(args: argparse.Namespace) -> int:
+    out = report.write_report(_run_store(args.run_dir), "")
+    print(out["markdown"], end="")
+    if out["kept"]:
+        print(f"(kept as first written: {', '.join(out['kept'])})", file=sys.stderr)
+    return 0
+
+
+def _cmd_compare(args: argparse.Namespace) -> int:
+    from runners import compare
+    from runners.cost.prices import PricesFileError
+
+    out_dir = args.out or Path("runs") / "compare" / time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+    try:
+        out = compare.compare(args.run_dirs, args.baseline, out_dir)
+    except (compare.CompareError, PricesFileError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    print(out["markdown"].read_text(encoding="utf-8"), end="")
+    print(f"written: {out['markdown']}, {out['csv']}"
+          + (f", {len(out['charts'])} charts" if out["charts"] else
+             f" (charts skipped: {out['charts_skipped']})"), file=sys.stderr)
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m runners", description=__doc__.splitlines()[0])
     parser.add_argument("--experiments", type=Path, default=EXPERIMENTS_DIR,
@@ -154,6 +266,22 @@ def build_parser() -> argparse.ArgumentParser:
     watchdog.add_argument("--sequential", action="store_true",
                           help="sweep one region at a time instead of in parallel")
     watchdog.set_defaults(func=_cmd_watchdog)
+    run = sub.add_parser("run", help="run every benchmark phase of one experiment")
+    run.add_argument("experiment", help="experiment name (in --experiments) or a .toml file")
+    run.add_argument("--store", default=".", help="where runs/ is written: a folder "
+                     "(default: the current folder) or s3://bucket[/prefix]")
+    run.set_defaults(func=_cmd_run)
+    rep = sub.add_parser("report", help="(re)write the report of a run folder")
+    rep.add_argument("run_dir")
+    rep.set_defaults(func=_cmd_report)
+    cmp_ = sub.add_parser("compare", help="one table across runs: speed, $ per 1M tokens, "
+                                          "break-even, ratios to a baseline")
+    cmp_.add_argument("run_dirs", nargs="+", help="run folders, or folders holding runs")
+    cmp_.add_argument("--baseline", help="run id, experiment or folder name (default: the "
+                                         "fastest run)")
+    cmp_.add_argument("--out", type=Path, help="output folder (default: "
+                                                "runs/compare/<UTC time>); never overwritten")
+    cmp_.set_defaults(func=_cmd_compare)
     return parser
 
 
@@ -162,6 +290,9 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return args.func(args)
     except experiment.ExperimentError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except (json.JSONDecodeError, FileNotFoundError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:

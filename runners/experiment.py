@@ -499,6 +499,22 @@ def load(path: str | Path) -> Experiment:
     return experiment
 
 
+def from_snapshot(snapshot: dict, source: str) -> Experiment:
+    """The experiment a `to_dict()` snapshot describes (as stored in SSM and sent in a
+    workflow's input), validated again as if read from its file."""
+    def strip(value):
+        if isinstance(value, dict):
+            return {k: strip(v) for k, v in value.items() if v is not None}
+        if isinstance(value, list):
+            return [strip(v) for v in value]
+        return value
+
+    data = strip(snapshot)
+    if not data.get("regions"):  # local and openai have none, and must not name the field
+        data.pop("regions", None)
+    return parse(data, source)
+
+
 def experiment_files(directory: str | Path) -> list[Path]:
     return sorted(Path(directory).glob("*.toml"))
 

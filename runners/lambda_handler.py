@@ -1,8 +1,9 @@
 """The one Lambda entry point of the benchmark workflow: `handler(event, context)`.
 
-Each Step Functions task sends {"phase": name, ...the workflow's state...}; the phase runs
-through `runners.phases.run_phase`, exactly as the local driver runs it. This module only
-adapts results to what the state machine branches on, and keeps them small.
+Each Step Functions task sends {"phase", "experiment", "run", "region", "placement",
+"error", ...}; the phase runs through `runners.phases.run_phase`, exactly as the local
+driver runs it, with a context built from the event (`phase_context`). This module only
+adapts the answer to what the state machine branches on, and keeps it small.
 """
 
 from __future__ import annotations
@@ -13,23 +14,64 @@ from typing import Any
 from runners import phases, workflow
 from runners.providers.base import ProvisionError
 
+
+ERROR_CHARS = 1000  # of an error message kept in the workflow's state
+
+
 class PhaseContractError(RuntimeError):
     """A phase returned something the state machine cannot branch on."""
 
 
-def _placement_status(phase: str, result: dict[str, Any]) -> dict[str, Any]:
-    """provision and await_ready: {"status", "placement", ...} for the workflow's Choices."""
-    if not isinstance(result.get("placement"), dict):
-        raise PhaseContractError(f"phase {phase!r} must return a 'placement' object; got "
-                                 f"keys {sorted(result)}")
-    if phase == "provision":
-        return {**result, "status": "placed"}
-    state = result.get("state")
-    if state not in ("ready", "waiting", "failed"):
-        raise PhaseContractError(f"phase 'await_ready' returned state {state!r}; "
-                                 "expected ready, waiting or failed")
-    capacity = state == "failed" and result.get("kind") == ProvisionError.CAPACITY
-    return {**result, "status": "capacity" if capacity else state}
+class PhaseFailed(RuntimeError):
+    """A step without which the run cannot go on failed; the workflow tears down and
+    fails with this message (the phase's record is in the results store)."""
+
+
+def phase_context(event: dict[str, Any]) -> dict[str, Any]:
+    """The run context of `runners.run_context` for one workflow task. The state machine
+    owns the loops, so each call does one thing: one region, one look, one teardown."""
+    run = event["run"]
+    placement = event.get("placement") or {}
+    if event["phase"] == "teardown" and not placement:
+        # provision died before answering: names and tags carry the run id and region
+        placement = {"region": event.get("region"), "run_id": run["run_id"]}
+    return {
+        "run_id": run["run_id"],
+        "experiment": event["experiment"],
+        "store": f"s3://{run['results_bucket']}",
+        "run_prefix": run["results_prefix"],
+        "started_at": run.get("started_at"),
+        "placement": placement or None,
+        "regions": [event["region"]] if event.get("region") else [],
+        "ready_budget_s": workflow.ready_budget_s(event["experiment"]),
+        "poll_window_s": 0,
+        "teardown_budget_s": 0,
+        "workflow_error": event.get("error") or None,
+        "execution_arn": event.get("execution_arn"),
+    }
+
+
+def _placement_status(phase: str, answer: dict[str, Any]) -> dict[str, Any]:
+    """provision and await_ready: {"status", "placement"} for the workflow's Choices."""
+    placement = (answer.get("updates") or {}).get("placement") or {}
+    outcome, kind = answer.get("outcome"), answer.get("kind")
+    if answer["state"] == "waiting":
+        status = "waiting"
+    elif kind == ProvisionError.CAPACITY:
+        status = "capacity"  # a branch (the next region), not a failure
+    elif answer["state"] == "failed":
+        if phase == "provision" or outcome is None:  # refused, or the step raised
+            raise PhaseFailed(answer.get("error") or f"provision failed ({answer['key']})")
+        status = "failed"
+    elif phase == "provision":
+        status = "placed"
+    elif outcome == "ready":
+        status = "ready"
+    else:
+        raise PhaseContractError(f"phase {phase!r} answered {outcome!r}; expected ready, "
+                                 "waiting or failed")
+    return {"status": status, "placement": placement, "key": answer.get("key"),
+            "message": answer.get("error")}
 
 
 def _checked_size(phase: str, result: Any) -> Any:
@@ -47,22 +89,18 @@ def handler(event: dict[str, Any], context: Any = None) -> dict[str, Any]:
         from runners import start  # boto3 is imported only where it is used
 
         return start.hand_off(event)
-    try:
-        result = phases.run_phase(phase, event)
-    except ProvisionError as exc:
-        # No capacity in this region is a branch (the next region), not a failure.
-        if exc.kind != ProvisionError.CAPACITY or phase not in ("provision", "await_ready"):
-            raise
-        result = {"status": "capacity", "placement": exc.detail.get("placement", {}),
-                  "message": str(exc)}
-        return _checked_size(phase, result)
-    if not isinstance(result, dict):
-        raise PhaseContractError(f"phase {phase!r} returned {type(result).__name__}, "
-                                 "not a JSON object")
+    answer = phases.run_phase(phase, phase_context(event))
+    if answer.get("error"):  # the whole error is in the phase's record
+        answer["error"] = str(answer["error"])[:ERROR_CHARS]
     if phase in ("provision", "await_ready"):
-        result = _placement_status(phase, result)
-    elif phase == "teardown" and result.get("state") not in ("deleted", "retry-later"):
-        raise PhaseContractError(f"phase 'teardown' returned state {result.get('state')!r}; "
-                                 "expected deleted or retry-later")
-    return _checked_size(phase, result)
-
+        return _checked_size(phase, _placement_status(phase, answer))
+    if phase == "teardown":
+        outcome = answer.get("outcome")
+        if outcome not in ("deleted", "retry-later"):
+            # the teardown raised: the workflow retries it, then alerts
+            raise PhaseFailed(answer.get("error") or f"teardown answered {outcome!r}")
+        return _checked_size(phase, {"state": outcome, "key": answer["key"]})
+    # Measurement phases, cost and report: a phase that broke is recorded and the run goes
+    # on, as in the local driver; the state keeps where its record is.
+    answer.pop("updates", None)
+    return _checked_size(phase, answer)

@@ -73,6 +73,8 @@ def start_run(experiment_name: str, region: str, *, session=None,
         regions=workflow.region_order(experiment, region),
         results_bucket=found["results_bucket"],
         results_prefix=workflow.results_prefix(experiment["name"], run_id, now),
+        started_at=now.astimezone(timezone.utc).isoformat(timespec="seconds").replace(
+            "+00:00", "Z"),
     )
     return _start(session, region, found, payload)
 
@@ -90,7 +92,7 @@ def hand_off(event: dict[str, Any], *, session=None) -> dict[str, Any]:
     payload = workflow.execution_input(
         experiment, run_id=run["run_id"], home_region=region, regions=event["regions"],
         results_bucket=found["results_bucket"], results_prefix=run["results_prefix"],
-        region_index=index,
+        started_at=run.get("started_at"), region_index=index,
     )
     return _start(session, region, found, payload)
 

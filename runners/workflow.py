@@ -151,7 +151,7 @@ def region_order(experiment: dict[str, Any], first: str | None) -> list[str]:
 
 def execution_input(experiment: dict[str, Any], *, run_id: str, home_region: str,
                     regions: list[str], results_bucket: str, results_prefix: str,
-                    region_index: int = 0) -> dict[str, Any]:
+                    started_at: str | None = None, region_index: int = 0) -> dict[str, Any]:
     """Everything one execution needs, and nothing big: the state machine adds only
     small results (S3 keys) to it."""
     return {
@@ -161,6 +161,7 @@ def execution_input(experiment: dict[str, Any], *, run_id: str, home_region: str
             "home_region": home_region,
             "results_bucket": results_bucket,
             "results_prefix": results_prefix,
+            "started_at": started_at,  # the run's start, kept across a hand-off
         },
         "regions": regions,
         "region_index": region_index,

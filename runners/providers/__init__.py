@@ -14,6 +14,9 @@ from runners.providers.base import Provider
 REGISTRY: dict[str, str] = {
     "ec2": "runners.providers.ec2:Ec2Provider",
     "sagemaker": "runners.providers.sagemaker:SageMakerProvider",
+    "local": "runners.providers.local:LocalProvider",
+    "openai": "runners.providers.openai:OpenAIProvider",
+    "bedrock": "runners.providers.bedrock:BedrockProvider",
 }
 
 

@@ -30,8 +30,10 @@ class ProvisionError(RuntimeError):
 class Provider(abc.ABC):
     """Places one experiment in one region at a time and always tears it down."""
 
-    def __init__(self, experiment, **_: Any):
+    def __init__(self, experiment, *, execution_arn: str | None = None, **_: Any):
         self.experiment = experiment
+        # The workflow execution placing it: tagged, so the watchdog sees when the run ended.
+        self.execution_arn = execution_arn
 
     @abc.abstractmethod
     def provision(self, run_id: str, region: str) -> dict[str, Any]:

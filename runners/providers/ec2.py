@@ -57,8 +57,9 @@ class Ec2Provider(Provider):
     def __init__(self, experiment, *, clients: Callable[[str, str], Any] | None = None,
                  endpoint: str | None = None, sleep: Callable[[float], None] = time.sleep,
                  rng: random.Random | None = None,
-                 now: Callable[[], datetime] = lambda: datetime.now(timezone.utc), **_: Any):
-        super().__init__(experiment)
+                 now: Callable[[], datetime] = lambda: datetime.now(timezone.utc),
+                 **kwargs: Any):
+        super().__init__(experiment, **kwargs)
         if experiment.ec2 is None:
             raise ValueError(f"{experiment.name}: backend is {experiment.backend!r}, not ec2")
         self._clients = clients or _default_clients
@@ -100,7 +101,8 @@ class Ec2Provider(Provider):
             raise ProvisionError(ProvisionError.CAPACITY,
                                  f"none of {', '.join(in_region)} is offered in any AZ of "
                                  f"{region}", detail)
-        billable = tags.billable_tags(exp.name, run_id, self._now(), exp.ttl_hours)
+        billable = tags.billable_tags(exp.name, run_id, self._now(), exp.ttl_hours,
+                                      self.execution_arn)
         request = ec2_fleet.fleet_request(chosen, market=cfg.market, tags=billable,
                                           client_token=f"{run_id}-{region}"[:64])
         detail["tried"] = ec2_fleet.as_dicts(chosen)
@@ -133,7 +135,19 @@ class Ec2Provider(Provider):
         placement["launch_template_id"] = next((c.launch_template_id for c in chosen
                                                 if c.instance_type == placed["instance_type"]),
                                                None)
+        self._record_addresses(ec2, placement)
         return placement
+
+    def _record_addresses(self, ec2, placement: dict[str, Any]) -> None:
+        """The private address is assigned at launch: record it now, so the in-VPC runner
+        (no route to the EC2 API) can probe the engine without DescribeInstances."""
+        try:
+            instance = self._call(ec2, "describe_instances", InstanceIds=[
+                placement["instance_id"]])["Reservations"][0]["Instances"][0]
+        except (ClientError, BotoCoreError, IndexError, KeyError):
+            return  # poll_ready looks it up when it can
+        placement["private_ip"] = instance.get("PrivateIpAddress")
+        placement["public_ip"] = instance.get("PublicIpAddress")
 
     def _failed_after_launch(self, placement: dict[str, Any],
                              error: ProvisionError) -> ProvisionError:
@@ -175,6 +189,10 @@ class Ec2Provider(Provider):
 
     def poll_ready(self, placement: dict[str, Any]) -> dict[str, Any]:
         placement = dict(placement)
+        if self.endpoint == "private" and placement.get("private_ip"):
+            # In the VPC there is no EC2 API; the engine's answer is the only look.
+            placement["base_url"] = self._base_url(placement)
+            return self._probe_engine(placement)
         ec2 = self._clients("ec2", placement["region"])
         try:
             reservations = self._call(ec2, "describe_instances",

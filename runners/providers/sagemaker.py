@@ -118,7 +118,7 @@ class SageMakerProvider(Provider):
             "preflight": report, "timeline": [],
         }
         billable = tags.billable_tags(self.experiment.name, run_id, started,
-                                      self.experiment.ttl_hours)
+                                      self.experiment.ttl_hours, self.execution_arn)
         try:
             outcome = sagemaker_endpoint.create(
                 self._client("sagemaker", region), name=endpoint,
@@ -210,13 +210,16 @@ class SageMakerProvider(Provider):
 
     def client(self, placement: dict[str, Any]):
         # Imported here: provisioning and teardown must work without the request clients.
-        from runners import clients
+        from runners.backends.aws_runtime import runtime_client
+        from runners.backends.sagemaker_runtime import SageMakerRuntimeClient
 
-        # TODO(lead): issue 5 owns runners.clients; rename this call if its SageMaker
-        # runtime client is spelled differently.
-        return clients.sagemaker(endpoint_name=placement["endpoint_name"],
-                                 region=placement["region"],
-                                 served_model_name=self.experiment.model.served_name)
+        region = placement["region"]
+        runtime = (self._factory("sagemaker-runtime", region) if self._factory is not None
+                   else runtime_client("sagemaker-runtime", region, self._session))
+        engine = self.experiment.engine
+        return SageMakerRuntimeClient(runtime, placement["endpoint_name"],
+                                      self.experiment.model.served_name,
+                                      supports_tools=bool(engine and engine.tool_call_parser))
 
     def teardown(self, placement: dict[str, Any]) -> dict[str, Any]:
         placement = copy.deepcopy(placement)

@@ -9,10 +9,15 @@ import re
 _ASSET_HASH = re.compile(r"\b[0-9a-f]{64}\b")
 
 
+# A Lambda version's logical id ends in a hash of the function's code and settings.
+_VERSION_HASH = re.compile(r"(CurrentVersion[0-9A-F]{8})[0-9a-f]{32}")
+
+
 def masked(template: dict) -> dict:
     """The template with asset hashes replaced, so a snapshot changes only when the
     infrastructure does, not when an asset's bytes (e.g. a Lambda zip) do."""
     text = _ASSET_HASH.sub("<asset-hash>", json.dumps(template, sort_keys=True))
+    text = _VERSION_HASH.sub(r"\1<code-hash>", text)
     return json.loads(text)
 
 

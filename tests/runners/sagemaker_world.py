@@ -86,9 +86,9 @@ class World:
             return self.sagemaker[region]
         return _boto3_session().client(service, region_name=region)
 
-    def provider(self) -> SageMakerProvider:
+    def provider(self, **kwargs) -> SageMakerProvider:
         return SageMakerProvider(
-            self.experiment, client_factory=self.factory, now=self.clock.now,
+            self.experiment, client_factory=self.factory, now=self.clock.now, **kwargs,
             fetch=self.hub.fetch,
             retry=functools.partial(retry_throttled, sleep=self.clock.sleep, rand=lambda: 0.5))
 
@@ -107,9 +107,10 @@ class World:
     def endpoint(self) -> str:
         return names.endpoint_name(self.experiment.name, RUN_ID)
 
-    def expect_create(self, region: str, *, created_at: datetime = T0) -> None:
+    def expect_create(self, region: str, *, created_at: datetime = T0,
+                      execution_arn: str | None = None) -> None:
         billable = tags.billable_tags(self.experiment.name, RUN_ID, created_at,
-                                      self.experiment.ttl_hours)
+                                      self.experiment.ttl_hours, execution_arn)
         self.stubs[region].add_response(
             "create_endpoint",
             {"EndpointArn": f"arn:aws:sagemaker:{region}:123456789012:endpoint/{self.endpoint()}"},

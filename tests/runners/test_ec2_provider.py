@@ -427,6 +427,22 @@ def test_the_private_address_is_used_by_default_and_nothing_listening_is_waiting
     assert looked["state"] == "waiting"
 
 
+def test_provision_records_the_private_address_so_the_in_vpc_look_calls_no_ec2_api(engine):
+    """The in-VPC runner has no route to the EC2 API: with the address recorded at
+    provision, readiness is the engine's answer alone."""
+    cloud = Cloud(load("e2b-emb4-g6"))
+    cloud.expect_lookup("us-east-1")
+    cloud.expect_fleet("us-east-1", {"Errors": [], "Instances": [placed("g6.xlarge",
+                                                                        "us-east-1a")]})
+    describe(cloud, "us-east-1", state="pending", ip="127.0.0.1")
+    placement = json.loads(json.dumps(cloud.provider.provision("run-11", "us-east-1")))
+    assert placement["private_ip"] == "127.0.0.1"
+    placement["port"] = int(engine.url.rsplit(":", 1)[1])  # the stand-in's port
+    looked = cloud.provider.poll_ready(placement)  # no DescribeInstances is stubbed
+    assert looked["state"] == "ready" and looked["placement"]["base_url"] == engine.url
+    cloud.ec2("us-east-1").assert_no_pending_responses()
+
+
 def test_a_bad_endpoint_setting_is_refused():
     with pytest.raises(ValueError, match="private, public or a URL"):
         Ec2Provider(load("e2b-emb4-g6"), endpoint="vpc")

@@ -1,60 +1,140 @@
-"""runners.lambda_handler: what the state machine branches on, and the guards."""
+"""runners.lambda_handler: the context a workflow task gives a phase, what the state
+machine branches on, and the guards."""
 
 from __future__ import annotations
 
 import pytest
 
-from runners import lambda_handler, phases, workflow
-from runners.providers.base import ProvisionError
+from runners import lambda_handler, phases, providers, workflow
+from tests.runners.workflow_experiments import experiment_snapshot
+
+RUN = {"run_id": "20261203T001500Z-abc123", "results_bucket": "results",
+       "results_prefix": "runs/2026-12-03-e2b-test/20261203T001500Z-abc123/",
+       "home_region": "us-east-2", "started_at": "2026-12-03T00:15:00Z"}
+
+
+def _event(phase: str, **extra) -> dict:
+    return {"phase": phase, "experiment": experiment_snapshot("sagemaker"), "run": RUN,
+            "region": "us-east-2", "placement": {}, "results": {}, "error": {}, **extra}
+
+
+def test_each_call_does_one_thing_one_region_one_look_one_teardown():
+    context = lambda_handler.phase_context(_event("await_ready", placement={"region": "r"}))
+    assert context["regions"] == ["us-east-2"]
+    assert context["poll_window_s"] == 0 and context["teardown_budget_s"] == 0
+    assert context["store"] == "s3://results" and context["run_prefix"] == RUN["results_prefix"]
+    assert context["placement"] == {"region": "r"}
+    assert context["started_at"] == RUN["started_at"]
+
+
+def test_teardown_without_a_placement_still_names_the_region_and_run():
+    context = lambda_handler.phase_context(_event("teardown", error={"Error": "X"}))
+    assert context["placement"] == {"region": "us-east-2", "run_id": RUN["run_id"]}
+    assert context["workflow_error"] == {"Error": "X"}
 
 
 @pytest.fixture
-def phase(monkeypatch):
-    def install(name, function):
-        monkeypatch.setattr(phases, "PHASE_FUNCTIONS", {name: function})
+def answer(monkeypatch):
+    """Make run_phase answer `value` (what issue 5's phases return) without running."""
+    def install(value):
+        monkeypatch.setattr(phases, "run_phase", lambda name, context: value)
     return install
 
 
-def test_capacity_from_provision_is_a_branch_not_an_error(phase):
-    def refuse(event):
-        raise ProvisionError("capacity", "no g6 anywhere", {"placement": {"region": "r"}})
-    phase("provision", refuse)
-    result = lambda_handler.handler({"phase": "provision"}, None)
-    assert result == {"status": "capacity", "placement": {"region": "r"},
-                      "message": "no g6 anywhere"}
+def _answer(phase, state, *, outcome=None, kind=None, placement=None, error=None):
+    value = {"phase": phase, "state": state, "key": f"x/{phase}.json",
+             "updates": {"placement": placement} if placement is not None else {}}
+    if phase in phases.REPEATABLE:
+        value.update(outcome=outcome, kind=kind)
+    if error:
+        value["error"] = error
+    return value
+
+
+@pytest.mark.parametrize("phase,given,status", [
+    ("provision", dict(state="done", outcome="placed", placement={"region": "r"}), "placed"),
+    ("provision", dict(state="failed", kind="capacity", placement={"region": "r"},
+                       error="no capacity"), "capacity"),
+    ("await_ready", dict(state="waiting", placement={"region": "r"}), "waiting"),
+    ("await_ready", dict(state="done", outcome="ready", placement={"region": "r"}), "ready"),
+    ("await_ready", dict(state="failed", outcome="failed", kind="capacity",
+                         placement={"region": "r"}), "capacity"),
+    ("await_ready", dict(state="failed", outcome="failed", placement={"region": "r"},
+                         error="model load error"), "failed"),
+])
+def test_placement_answers_become_the_workflow_status(answer, phase, given, status):
+    answer(_answer(phase, **given))
+    result = lambda_handler.handler(_event(phase))
+    assert result["status"] == status
+    assert result["placement"] == {"region": "r"}
+
+
+@pytest.mark.parametrize("phase", ["provision", "await_ready"])
+def test_a_placement_step_that_raised_fails_the_task_with_its_message(answer, phase):
+    answer(_answer(phase, "failed", error="RuntimeError: boom"))
+    with pytest.raises(lambda_handler.PhaseFailed, match="RuntimeError: boom"):
+        lambda_handler.handler(_event(phase))
 
 
 @pytest.mark.parametrize("kind", ["quota", "fatal"])
-def test_quota_and_fatal_refusals_fail_the_task(phase, kind):
-    def refuse(event):
-        raise ProvisionError(kind, "refused")
-    phase("provision", refuse)
-    with pytest.raises(ProvisionError):
-        lambda_handler.handler({"phase": "provision"}, None)
+def test_quota_and_fatal_refusals_fail_the_task(answer, kind):
+    answer(_answer("provision", "failed", kind=kind, error="refused"))
+    with pytest.raises(lambda_handler.PhaseFailed, match="refused"):
+        lambda_handler.handler(_event("provision"))
 
 
-def test_await_ready_failed_for_capacity_reads_as_capacity(phase):
-    phase("await_ready", lambda e: {"state": "failed", "kind": "capacity", "placement": {}})
-    assert lambda_handler.handler({"phase": "await_ready"}, None)["status"] == "capacity"
-    phase("await_ready", lambda e: {"state": "failed", "placement": {}})
-    assert lambda_handler.handler({"phase": "await_ready"}, None)["status"] == "failed"
+@pytest.mark.parametrize("outcome", ["deleted", "retry-later"])
+def test_teardown_answers_deleted_or_retry_later(answer, outcome):
+    answer(_answer("teardown", "done" if outcome == "deleted" else "failed", outcome=outcome))
+    assert lambda_handler.handler(_event("teardown"))["state"] == outcome
 
 
-@pytest.mark.parametrize("name,result,message", [
-    ("provision", {"endpoint": "x"}, "must return a 'placement' object"),
-    ("await_ready", {"state": "InService", "placement": {}}, "returned state 'InService'"),
-    ("teardown", {"state": "gone"}, "returned state 'gone'"),
-    ("decode", ["not", "a", "dict"], "returned list, not a JSON object"),
-    ("decode", {"blob": "x" * workflow.MAX_RESULT_BYTES}, "write the data to the results"),
-])
-def test_results_the_workflow_cannot_use_fail_with_a_clear_message(phase, name, result,
-                                                                    message):
-    phase(name, lambda event: result)
-    with pytest.raises(lambda_handler.PhaseContractError, match=message):
-        lambda_handler.handler({"phase": name}, None)
+def test_a_teardown_that_raised_fails_the_task_so_the_workflow_retries(answer):
+    answer(_answer("teardown", "failed", error="ClientError: throttled"))
+    with pytest.raises(lambda_handler.PhaseFailed, match="throttled"):
+        lambda_handler.handler(_event("teardown"))
 
 
-def test_a_phase_without_an_implementation_says_which(monkeypatch):
-    monkeypatch.setattr(phases, "PHASE_FUNCTIONS", {})
-    with pytest.raises(NotImplementedError, match="phase 'stream' has no implementation"):
-        lambda_handler.handler({"phase": "stream"}, None)
+def test_await_ready_answering_something_else_is_a_contract_error(answer):
+    answer(_answer("await_ready", "done", outcome="InService", placement={}))
+    with pytest.raises(lambda_handler.PhaseContractError, match="'InService'"):
+        lambda_handler.handler(_event("await_ready"))
+
+
+def test_a_measurement_phase_keeps_its_answer_without_the_updates(answer):
+    answer({"phase": "decode", "state": "failed", "key": "x/decode.json", "updates": {},
+            "error": "TimeoutError: read timed out"})
+    assert lambda_handler.handler(_event("decode")) == {
+        "phase": "decode", "state": "failed", "key": "x/decode.json",
+        "error": "TimeoutError: read timed out"}
+
+
+def test_an_answer_too_big_for_the_state_is_refused_with_the_remedy(answer):
+    answer({"phase": "decode", "state": "done", "key": "k", "updates": {},
+            "samples": "x" * workflow.MAX_RESULT_BYTES})
+    with pytest.raises(lambda_handler.PhaseContractError, match="write the data to the results"):
+        lambda_handler.handler(_event("decode"))
+
+
+def test_the_lambda_asset_holds_everything_the_handlers_import(tmp_path):
+    """The runner functions ship runners/ alone (benchstack_constructs/runner_function.py):
+    every handler, and every provider and client a phase loads, must import from it."""
+    import shutil
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    shutil.copytree(Path(__file__).resolve().parents[2] / "runners", tmp_path / "runners",
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    modules = ["runners.lambda_handler", "runners.watchdog_lambda", "runners.start",
+               "runners.cost.phase", *(target.partition(":")[0]
+                                       for name, target in providers.REGISTRY.items()
+                                       if name != "local")]  # local needs llama.cpp
+    code = ("import importlib, sys\n"
+            f"for m in {modules!r}: importlib.import_module(m)\n"
+            "leaked = [m for m in sys.modules if m.split('.')[0] in "
+            "('stacks', 'benchstack_constructs', 'aws_cdk', 'tests')]\n"
+            "assert not leaked, leaked\n")
+    done = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True,
+                          text=True, env={"PATH": "/usr/bin:/bin"})
+    assert done.returncode == 0, done.stderr

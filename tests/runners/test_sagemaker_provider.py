@@ -2,14 +2,15 @@
 SageMaker (pools, capacity and Creating states moto cannot produce), moto for SSM/SNS/SQS."""
 
 import json
-import sys
-import types
 
+import boto3
 import pytest
 from botocore.exceptions import ClientError
 from moto import mock_aws
 
 from runners import providers, region_fallback, sagemaker_names as names, tags
+from runners.backends.aws_runtime import runtime_client
+from runners.backends.sagemaker_runtime import SageMakerRuntimeClient
 from runners.providers.base import ProvisionError
 from runners.providers.sagemaker import SageMakerProvider
 from tests.runners.experiments import sagemaker_experiment
@@ -84,6 +85,15 @@ def test_the_endpoint_is_created_from_the_stacks_config_with_the_billable_tags()
     assert placement["endpoint_name"] == names.endpoint_name("sm-test", RUN_ID)
     assert placement["tags"] == {tags.MANAGED: "true", tags.EXPERIMENT: "sm-test",
                                  tags.RUN_ID: RUN_ID, tags.EXPIRES_AT: "2026-12-03T04:00:00Z"}
+
+
+def test_a_workflow_run_tags_its_execution_so_the_watchdog_sees_when_it_ended():
+    arn = "arn:aws:states:us-east-2:123456789012:execution:benchstack-benchmark:" + RUN_ID
+    world = World(sagemaker_experiment(regions=["us-east-2"]), deployed=("us-east-2",))
+    world.expect_create("us-east-2", execution_arn=arn)
+    placement = world.provider(execution_arn=arn).provision(RUN_ID, "us-east-2")
+    world.assert_all_stubs_used()
+    assert placement["tags"][tags.EXECUTION_ARN] == arn
 
 
 def test_quota_stops_the_run_without_trying_the_next_region():
@@ -267,14 +277,22 @@ def test_a_failed_alert_publish_is_recorded_and_the_wait_goes_on():
     assert outcome["placement"]["alerted"] is True  # one attempt per endpoint, recorded
 
 
-def test_client_hands_the_placement_to_the_runtime_client_lazily(monkeypatch):
+def test_client_is_the_runtime_client_for_the_placements_endpoint():
     world = World(sagemaker_experiment(regions=["us-east-2"]), deployed=())
-    seen = {}
-    fake = types.ModuleType("runners.clients")
-    fake.sagemaker = lambda **kwargs: seen.update(kwargs) or "client"
-    monkeypatch.setitem(sys.modules, "runners.clients", fake)
-    assert world.provider().client({"endpoint_name": "bs-x", "region": "us-east-2"}) == "client"
-    assert seen == {"endpoint_name": "bs-x", "region": "us-east-2", "served_model_name": "gemma"}
+    asked = []
+    world.factory = lambda service, region: asked.append((service, region)) or "runtime"
+    client = world.provider().client({"endpoint_name": "bs-x", "region": "us-east-2"})
+    assert isinstance(client, SageMakerRuntimeClient)
+    assert (client.runtime, client.endpoint_name, client.model) == ("runtime", "bs-x", "gemma")
+    assert asked == [("sagemaker-runtime", "us-east-2")]
+
+
+def test_runtime_client_counts_throttles_instead_of_retrying_them():
+    runtime = runtime_client("sagemaker-runtime", "us-east-2", boto3.Session(
+        aws_access_key_id="x", aws_secret_access_key="x"))
+    assert runtime.meta.config.retries["total_max_attempts"] == 1  # no retry at all
+    assert runtime.meta.config.max_pool_connections == 64
+    assert runtime.meta.region_name == "us-east-2"
 
 
 def test_ready_timeout_covers_sagemakers_own_timeouts():

@@ -12,73 +12,70 @@ import pytest
 from moto import mock_aws
 
 from runners import phases, workflow
-from runners.providers.base import ProvisionError
 from stacks import names
 from tests.workflow_support import (ACCOUNT, definition_json, run_lambdas_in_process,
                                     wait_for_end)
+from tests.runners.workflow_experiments import HOME, OTHER, experiment_snapshot
 
-HOME, OTHER = "us-east-2", "us-east-1"
 MEASURED = workflow.measurement_phases()
 BUCKETS = {HOME: "results-home", OTHER: "results-other"}
+PREFIX = "runs/2026-12-03-e2b-test/20261203T001500Z-abc123/"
 
 
 class Scenario:
-    """Fake phases: record each call; fail, refuse capacity or stall where told to."""
+    """Fake phase bodies behind the real run_phase: record each call; fail, refuse
+    capacity or stall where told to. Each body gets the Run and returns (result, updates)."""
 
     def __init__(self, *, fail: str | None = None, no_capacity_in=(), waiting_polls: int = 0,
                  capacity_while_ready_in=(), teardown_retries: int = 0, overrides=None):
         self.calls: list[tuple[str, str]] = []
-        self.overrides = overrides or {}  # phase -> function, used as it is
+        self.overrides = overrides or {}  # phase -> body, used as it is
         self.fail, self.no_capacity_in = fail, set(no_capacity_in)
         self.capacity_while_ready_in = set(capacity_while_ready_in)
         self.waiting_polls, self.teardown_retries = waiting_polls, teardown_retries
 
     def _phase(self, name):
-        def run(event):
-            region = event.get("region")
+        def run(run):
+            (region,) = run.context["regions"]
+            placement = run.context["placement"]
             self.calls.append((name, region))
             if name == self.fail:
                 raise RuntimeError(f"boom in {name}")
             if name == "provision":
                 if region in self.no_capacity_in:
-                    raise ProvisionError("capacity", f"no capacity in {region}",
-                                         {"placement": {"region": region}})
-                return {"placement": {"region": region, "endpoint": "benchstack-x"}}
+                    return ({"placement": None, "error": {
+                        "kind": "capacity", "message": f"no capacity in {region}"}},
+                        {"placement": {"region": region}})
+                placed = {"region": region, "endpoint_name": "benchstack-x"}
+                return {"placement": placed}, {"placement": placed}
             if name == "await_ready":
                 polls = sum(1 for c in self.calls if c == ("await_ready", region))
                 if region in self.capacity_while_ready_in:
-                    return {"state": "failed", "kind": "capacity", "placement": event["placement"]}
-                state = "waiting" if polls <= self.waiting_polls else "ready"
-                return {"state": state, "placement": event["placement"]}
+                    return ({"state": "failed", "kind": "capacity", "placement": placement},
+                            {"placement": placement})
+                if polls <= self.waiting_polls:
+                    return None, {"placement": placement}
+                return {"state": "ready", "placement": placement}, {"placement": placement}
             if name == "teardown":
                 done = sum(1 for c in self.calls if c[0] == "teardown")
-                return {"state": "retry-later" if done <= self.teardown_retries else "deleted"}
-            return {"key": f"{event['run']['results_prefix']}{name}.json"}
+                return {"state": "retry-later" if done <= self.teardown_retries
+                        else "deleted"}, {}
+            return {"measured": name}, {}
         return run
 
     def install(self, monkeypatch):
-        monkeypatch.setattr(phases, "PHASE_FUNCTIONS", {
+        monkeypatch.setattr(phases, "_RUNNERS", {
             name: self.overrides.get(name) or self._phase(name) for name in phases.PHASES})
 
     def names(self) -> list[str]:
         return [name for name, _ in self.calls]
 
 
-def _experiment(backend: str) -> dict:
-    exp = {"name": "e2b-test", "backend": backend, "regions": [HOME, OTHER], "ttl_hours": 3.0,
-           "sagemaker": None}
-    if backend == "sagemaker":
-        exp["sagemaker"] = {"creating_alert_minutes": 30, "timeouts": {
-            "model_data_download_s": 60, "container_startup_health_check_s": 60,
-            "variant_instance_provision_s": 60}}
-    return exp
-
-
 def _input(experiment: dict, region: str = HOME, **limits) -> dict:
     payload = workflow.execution_input(
         experiment, run_id="20261203T001500Z-abc123", home_region=region,
         regions=workflow.region_order(experiment, region), results_bucket=BUCKETS[region],
-        results_prefix="runs/2026-12-03-e2b-test/20261203T001500Z-abc123/")
+        results_prefix=PREFIX, started_at="2026-12-03T00:15:00Z")
     # No real waiting in tests; the bounds themselves are what is under test.
     payload["limits"].update(poll_seconds=0, teardown_retry_seconds=0, **limits)
     return payload
@@ -90,9 +87,11 @@ def benchmark_template(templates):
 
 
 @pytest.fixture
-def aws(benchmark_template):
-    """moto with the workflow deployed in both regions: functions, topic, parameters."""
+def aws(benchmark_template, monkeypatch):
+    """moto with the workflow deployed in both regions: functions, topic, parameters,
+    results buckets."""
     invocations: list = []
+    monkeypatch.setenv("AWS_DEFAULT_REGION", HOME)  # what Lambda sets for boto3
     with mock_aws(config={"stepfunctions": {"execute_state_machine": True}}), \
             run_lambdas_in_process(invocations):
         role = boto3.client("iam").create_role(
@@ -114,6 +113,10 @@ def aws(benchmark_template):
                 name=workflow.STATE_MACHINE_NAME, roleArn=role,
                 definition=definition_json(benchmark_template, topic_arn=topic))[
                 "stateMachineArn"]
+            boto3.client("s3", region_name=region).create_bucket(
+                Bucket=BUCKETS[region],
+                **({} if region == "us-east-1" else
+                   {"CreateBucketConfiguration": {"LocationConstraint": region}}))
             ssm = boto3.client("ssm", region_name=region)
             for key, value in {workflow.STATE_MACHINE_PARAMETER: machines[region],
                                workflow.foundation_parameter("results-bucket"): BUCKETS[region],
@@ -127,7 +130,7 @@ def _execute(aws, monkeypatch, backend: str = "sagemaker", limits: dict | None =
     """Run one execution from the home region with fake phases set up by `scenario`."""
     fake = Scenario(**scenario)
     fake.install(monkeypatch)
-    return fake, _run(aws, _input(_experiment(backend), **(limits or {})))
+    return fake, _run(aws, _input(experiment_snapshot(backend), **(limits or {})))
 
 
 def _run(aws, payload: dict, region: str = HOME) -> dict:
@@ -142,22 +145,55 @@ def test_happy_path_runs_every_phase_in_order_then_tears_down_and_reports(aws, m
     assert end["status"] == "SUCCEEDED", end
     assert scenario.names() == list(phases.PHASES)
     output = json.loads(end["output"])
-    assert output["results"]["decode"]["value"]["key"].endswith("/decode.json")
+    assert output["results"]["decode"]["value"]["key"] == f"{PREFIX}decode.json"
+    stored = boto3.client("s3").list_objects_v2(Bucket=BUCKETS[HOME], Prefix=PREFIX)
+    assert {o["Key"].removeprefix(PREFIX) for o in stored["Contents"]} >= {
+        "provision.json", "await_ready.json", "decode.json",
+        "cost.json", "teardown.json"}
     assert len(end["output"]) < 16 * 1024  # S3 keys only: far under 256 KiB
     assert {fn for fn, _ in aws["invocations"]} == {workflow.CONTROL_FUNCTION}
 
 
-@pytest.mark.parametrize("failing", ["provision", "await_ready", *MEASURED])
-def test_a_failure_in_any_phase_reaches_teardown_and_fails_with_the_cause(aws, monkeypatch,
-                                                                          failing):
+def test_the_provider_knows_the_execution_it_runs_in_for_the_watchdogs_tag(aws, monkeypatch):
+    seen = []
+    fake = Scenario()
+    provision = fake._phase("provision")
+
+    def spy(run):
+        seen.append(run.provider.execution_arn)
+        return provision(run)
+    fake.overrides["provision"] = spy
+    fake.install(monkeypatch)
+    end = _run(aws, _input(experiment_snapshot("sagemaker")))
+    assert end["status"] == "SUCCEEDED", end
+    assert seen == [end["executionArn"]]
+
+
+@pytest.mark.parametrize("failing", ["provision", "await_ready"])
+def test_a_placement_step_that_raises_reaches_teardown_and_fails_with_the_cause(
+        aws, monkeypatch, failing):
     scenario, end = _execute(aws, monkeypatch, fail=failing)
     assert end["status"] == "FAILED"
-    assert end["error"] == "RuntimeError"
-    assert f"boom in {failing}" in end["cause"]
+    assert end["error"] == "PhaseFailed"
+    assert f"RuntimeError: boom in {failing}" in end["cause"]
     called = scenario.names()
     assert called[-1] == "teardown" and called.count("teardown") == 1
     assert called[:-1] == list(phases.PHASES[:phases.PHASES.index(failing) + 1])
     assert "report" not in called
+
+
+@pytest.mark.parametrize("failing", MEASURED)
+def test_a_measurement_phase_that_raises_is_recorded_and_the_run_goes_on(aws, monkeypatch,
+                                                                         failing):
+    """As in the local driver: the other phases' results still count."""
+    scenario, end = _execute(aws, monkeypatch, fail=failing)
+    assert end["status"] == "SUCCEEDED", end
+    assert scenario.names() == list(phases.PHASES)
+    value = json.loads(end["output"])["results"][failing]["value"]
+    assert value["state"] == "failed" and f"boom in {failing}" in value["error"]
+    record = json.loads(boto3.client("s3").get_object(
+        Bucket=BUCKETS[HOME], Key=f"{PREFIX}{failing}.json")["Body"].read())
+    assert "RuntimeError: boom" in record["error"] and "Traceback" in record["traceback"]
 
 
 def test_the_await_loop_ends_after_max_polls_and_alerts_once(aws, monkeypatch):
@@ -237,7 +273,7 @@ def test_ec2_without_capacity_hands_the_run_to_the_next_regions_workflow(aws, mo
     """The in-VPC client must sit in the instance's region: the run continues in the
     other region's state machine, which places, measures and reports there."""
     boto3.client("ssm", region_name=OTHER).put_parameter(
-        Name=workflow.experiment_parameter("e2b-test"), Value=json.dumps(_experiment("ec2")),
+        Name=workflow.experiment_parameter("e2b-test"), Value=json.dumps(experiment_snapshot("ec2")),
         Type="String", Overwrite=True)
     scenario, end = _execute(aws, monkeypatch, "ec2", no_capacity_in=[HOME])
     assert end["status"] == "SUCCEEDED"
@@ -262,17 +298,33 @@ def test_a_failed_hand_off_fails_the_run_with_its_cause(aws, monkeypatch):
 
 
 def test_a_placement_that_fails_to_become_ready_is_torn_down(aws, monkeypatch):
-    scenario, end = _execute(aws, monkeypatch, overrides={"await_ready": lambda event: {
-        "state": "failed", "placement": {"reason": "model load error"}}})
+    failed = {"region": HOME, "reason": "model load error"}
+    scenario, end = _execute(aws, monkeypatch, overrides={"await_ready": lambda run: (
+        {"state": "failed", "message": "model load error", "placement": failed},
+        {"placement": failed})})
     assert end["status"] == "FAILED"
     assert end["error"] == "PlacementFailed"
-    assert json.loads(end["cause"]) == {"reason": "model load error"}
+    assert json.loads(end["cause"]) == failed
     assert scenario.names() == ["provision", "teardown"]
 
 
-def test_a_phase_result_too_big_for_the_state_fails_the_run_cleanly(aws, monkeypatch):
-    too_big = {"samples": "x" * (workflow.MAX_RESULT_BYTES + 1)}
-    scenario, end = _execute(aws, monkeypatch, overrides={"decode": lambda event: too_big})
-    assert end["status"] == "FAILED"
-    assert end["error"] == "PhaseContractError"
-    assert scenario.names()[-1] == "teardown"
+def test_a_big_phase_result_stays_in_s3_and_the_state_keeps_its_key(aws, monkeypatch):
+    big = {"samples": "x" * (workflow.MAX_RESULT_BYTES + 1)}
+    scenario, end = _execute(aws, monkeypatch, overrides={"decode": lambda run: (big, {})})
+    assert end["status"] == "SUCCEEDED", end
+    assert json.loads(end["output"])["results"]["decode"]["value"]["key"] == f"{PREFIX}decode.json"
+    record = boto3.client("s3").get_object(Bucket=BUCKETS[HOME], Key=f"{PREFIX}decode.json")
+    assert json.loads(record["Body"].read()) == big
+
+
+def test_every_attempt_of_a_repeated_step_is_kept(aws, monkeypatch):
+    """A second region's provision and a retried teardown write beside the first."""
+    scenario, end = _execute(aws, monkeypatch, no_capacity_in=[HOME], teardown_retries=1)
+    assert end["status"] == "SUCCEEDED", end
+    s3 = boto3.client("s3")
+    read = lambda key: json.loads(s3.get_object(Bucket=BUCKETS[HOME], Key=PREFIX + key)[
+        "Body"].read())
+    assert read("provision.json")["error"]["kind"] == "capacity"
+    assert read("provision.2.json")["placement"]["region"] == OTHER
+    assert read("teardown.json")["state"] == "retry-later"
+    assert read("teardown.2.json")["state"] == "deleted"

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import copy
+import dataclasses
+import json
 import tomllib
 
 import pytest
@@ -194,6 +196,21 @@ def test_snapshot_round_trips_to_json_ready_dict():
                                                      "priority": 1}
     assert snap["regions"] == ("us-east-2", "us-east-1")
     assert "source" not in snap  # the checkout's path must not leak into templates
+
+
+def test_every_shipped_experiment_comes_back_from_its_snapshot(experiments):
+    """The workflow rebuilds the experiment from the JSON snapshot in SSM."""
+    for exp in experiments:
+        snapshot = json.loads(json.dumps(exp.to_dict()))
+        assert experiment.from_snapshot(snapshot, "ssm") == dataclasses.replace(exp,
+                                                                               source="ssm")
+
+
+def test_a_bad_snapshot_fails_like_a_bad_file():
+    snap = json.loads(json.dumps(parse(SAGEMAKER, "x.toml").to_dict()))
+    snap["sagemaker"]["instance_pools"][0]["priority"] = 6
+    with pytest.raises(ExperimentError, match=r"^ssm: sagemaker.instance_pools\[0\].priority"):
+        experiment.from_snapshot(snap, "ssm")
 
 
 def _toml(data: dict) -> str:

@@ -1,0 +1,147 @@
+"""How accurate is the benchmark harness itself? Measured / truth, side by side.
+
+Starts the loopback server (benchmarks/loopback_server.py) in its own process with a
+programmed TTFT and per-token gap, then measures it with the runners' own client and
+phase code: the decode fit (16 / 512 forced tokens), and streamed load at concurrency
+1 to 64. Prints ratios to the truth, the client's CPU time per request, its scheduling lag
+(actual minus intended send time) and the server's own lateness, so a harness that
+became the bottleneck would show. With --peer, runs the same loads with GuideLLM from
+.cache/peer-venv (see benchmarks/peer_guidellm.py) and prints its figures beside ours.
+
+    .venv/bin/python -m benchmarks.harness_accuracy [--peer]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import resource
+import subprocess
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
+
+from benchmarks.loopback_server import Truth
+from runners import measure, stats
+from runners.backends.openai_http import OpenAIHTTPClient
+from runners.run_context import Recorder
+
+CONCURRENCY = (1, 2, 4, 8, 16, 32, 64)
+LOAD_TOKENS = 64
+BATCHES = 3
+
+
+@contextmanager
+def loopback_process(truth: Truth, fill: bool = False):
+    cmd = [sys.executable, "-m", "benchmarks.loopback_server", "--ttft-s", str(truth.ttft_s),
+           "--gap-s", str(truth.gap_s), "--tokens-per-chunk", str(truth.tokens_per_chunk)]
+    proc = subprocess.Popen(cmd + (["--fill"] if fill else []), stdout=subprocess.PIPE,
+                            text=True)
+    try:
+        yield proc.stdout.readline().strip()
+    finally:
+        proc.terminate()
+        proc.wait(10)
+
+
+def server_lateness(client: OpenAIHTTPClient) -> dict:
+    return client.get_json("/stats")[1]
+
+
+def decode_accuracy(client: OpenAIHTTPClient, truth: Truth) -> None:
+    rec = Recorder(None, "decode", client)
+    times: dict[int, list[float]] = {16: [], 512: []}
+    for i in range(5):
+        for n in ((16, 512) if i % 2 == 0 else (512, 16)):
+            reply = rec.send(measure.forced_ask(n, stream=False))
+            times[n].append(reply.last_s - reply.send_s)
+    rate, intercept = stats.decode_fit(16, 512, times[16], times[512])
+    print(f"decode  rate {rate:8.2f} tokens/s  truth {1 / truth.gap_s:8.2f}  "
+          f"ratio {rate * truth.gap_s:.4f}")
+    truth_icpt = truth.ttft_s - truth.gap_s
+    print(f"        intercept {intercept * 1000:6.2f} ms  truth {truth_icpt * 1000:6.2f} ms  "
+          f"error {(intercept - truth_icpt) * 1000:+.2f} ms")
+
+
+def load_accuracy(client: OpenAIHTTPClient, truth: Truth) -> list[dict]:
+    ask = measure.forced_ask(LOAD_TOKENS, stream=True)
+    e2el_truth = truth.e2el_s(LOAD_TOKENS)
+    rows = []
+    print(f"\nload: {LOAD_TOKENS}-token streamed replies, {BATCHES} batches per level; truth "
+          f"TTFT {truth.first_content_s() * 1000:.1f} ms, TPOT {truth.tpot_s(LOAD_TOKENS) * 1000:.3f}"
+          f" ms, E2EL {e2el_truth * 1000:.1f} ms")
+    print(f"{'conc':>4} {'ok':>4} {'tok/s':>8} {'tok/s ratio':>11} {'TTFT err ms':>11} "
+          f"{'TPOT ratio':>10} {'E2EL ratio':>10} {'E2EL +ms':>8} {'cpu ms/req usr/sys':>18} "
+          f"{'sched lag p50/max ms':>20} {'server late max ms':>18}")
+    with ThreadPoolExecutor(max_workers=max(CONCURRENCY)) as pool:
+        for c in CONCURRENCY:
+            rec = Recorder(None, "load", client)
+            client.prepare(c)
+            server_lateness(client)
+            cpu0 = resource.getrusage(resource.RUSAGE_SELF)  # microsecond resolution
+            replies: list = []
+            busy = 0.0
+            for _ in range(BATCHES):
+                intended, done = measure.send_batch(rec, ask, c, pool)
+                busy += max(r.last_s for r in done) - intended
+                replies += done
+            cpu1 = resource.getrusage(resource.RUSAGE_SELF)
+            user_ms = (cpu1.ru_utime - cpu0.ru_utime) * 1000 / len(replies)
+            sys_ms = (cpu1.ru_stime - cpu0.ru_stime) * 1000 / len(replies)
+            late = server_lateness(client)
+            m = measure.stream_metrics(replies)
+            ok = [r for r in replies if r.ok]
+            rate = sum(r.completion_tokens for r in ok) / busy
+            rate_truth = c * LOAD_TOKENS / e2el_truth
+            lag = [r.send_s - r.intended_s for r in replies]
+            row = {"concurrency": c, "ok": len(ok), "tokens_per_s": rate,
+                   "tokens_per_s_ratio": rate / rate_truth,
+                   "ttft_error_ms": (m["ttft_s"]["p50"] - truth.first_content_s()) * 1000,
+                   "tpot_ratio": m["tpot_s"]["p50"] / truth.tpot_s(LOAD_TOKENS),
+                   "e2el_ratio": m["e2el_s"]["p50"] / e2el_truth,
+                   "e2el_excess_ms": (m["e2el_s"]["p50"] - e2el_truth) * 1000,
+                   "client_user_cpu_ms": user_ms, "client_sys_cpu_ms": sys_ms,
+                   "lag_p50_ms": stats.percentile(lag, 50) * 1000, "lag_max_ms": max(lag) * 1000,
+                   "server_late_max_ms": late["late_max_s"] * 1000,
+                   "itl_p50_ms": m["itl_s"]["p50"] * 1000,
+                   "ttft_p50_ms": m["ttft_s"]["p50"] * 1000,
+                   "tpot_p50_ms": m["tpot_s"]["p50"] * 1000}
+            rows.append(row)
+            print(f"{c:>4} {len(ok):>4} {rate:8.1f} {row['tokens_per_s_ratio']:11.4f} "
+                  f"{row['ttft_error_ms']:+11.2f} {row['tpot_ratio']:10.4f} "
+                  f"{row['e2el_ratio']:10.4f} {row['e2el_excess_ms']:+8.2f} "
+                  f"{user_ms:8.3f}/{sys_ms:<9.3f} "
+                  f"{row['lag_p50_ms']:9.2f}/{row['lag_max_ms']:<9.2f} "
+                  f"{row['server_late_max_ms']:18.2f}")
+    return rows
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--ttft-ms", type=float, default=50.0)
+    parser.add_argument("--gap-ms", type=float, default=5.0)
+    parser.add_argument("--peer", action="store_true", help="also run GuideLLM side by side")
+    parser.add_argument("--json", help="write the figures to this file too")
+    args = parser.parse_args(argv)
+    truth = Truth(ttft_s=args.ttft_ms / 1000, gap_s=args.gap_ms / 1000)
+    print(f"truth: TTFT {args.ttft_ms} ms, {args.gap_ms} ms per token, 1 token per chunk; "
+          f"server in its own process on 127.0.0.1")
+    with loopback_process(truth, fill=args.peer) as base_url:
+        client = OpenAIHTTPClient(base_url, "loopback")
+        decode_accuracy(client, truth)
+        rows = load_accuracy(client, truth)
+        client.close()
+        peer_rows = None
+        if args.peer:
+            from benchmarks import peer_guidellm
+
+            peer_rows = peer_guidellm.run_side_by_side(base_url, truth, rows, LOAD_TOKENS)
+    if args.json:
+        with open(args.json, "w") as fh:
+            json.dump({"ours": rows, "peer": peer_rows}, fh, indent=2)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

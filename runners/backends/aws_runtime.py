@@ -1,0 +1,21 @@
+"""boto3 clients for measuring requests (bedrock-runtime, sagemaker-runtime).
+
+One attempt per request: a retried throttle would hide inside the latency it measures, so
+throttles are counted as such (aws_errors.classify). The pool is sized for the highest
+load concurrency, and the read timeout for a long generation.
+"""
+
+from __future__ import annotations
+
+MAX_POOL_CONNECTIONS = 64
+READ_TIMEOUT_S = 300
+
+
+def runtime_client(service: str, region: str, session=None):
+    import boto3
+    from botocore.config import Config
+
+    return (session or boto3.Session()).client(
+        service, region_name=region,
+        config=Config(retries={"mode": "standard", "total_max_attempts": 1},
+                      max_pool_connections=MAX_POOL_CONNECTIONS, read_timeout=READ_TIMEOUT_S))
