@@ -196,6 +196,25 @@ def test_a_measurement_phase_that_raises_is_recorded_and_the_run_goes_on(aws, mo
     assert "RuntimeError: boom" in record["error"] and "Traceback" in record["traceback"]
 
 
+@pytest.mark.parametrize("crashing", MEASURED)
+def test_a_measurement_task_that_crashes_reaches_teardown_and_fails_with_the_cause(
+        aws, monkeypatch, crashing):
+    """The task itself fails (out of memory, a bug outside the phase): Catch -> teardown."""
+    original = phases.run_phase
+
+    def run_phase(name, context, **kwargs):
+        if name == crashing:
+            raise MemoryError(f"task {name} ran out of memory")
+        return original(name, context, **kwargs)
+    monkeypatch.setattr(phases, "run_phase", run_phase)
+    scenario, end = _execute(aws, monkeypatch)
+    assert end["status"] == "FAILED"
+    assert end["error"] == "MemoryError" and f"task {crashing} ran out" in end["cause"]
+    called = scenario.names()
+    assert called[-1] == "teardown" and called.count("teardown") == 1
+    assert "report" not in called
+
+
 def test_the_await_loop_ends_after_max_polls_and_alerts_once(aws, monkeypatch):
     scenario, end = _execute(aws, monkeypatch, limits=dict(max_polls=4, alert_after_polls=2),
                              waiting_polls=10_000)
