@@ -43,7 +43,9 @@ class BenchmarkStack(Stack):
         self.control = RunnerFunction(
             self, "Control", handler=HANDLER, timeout=FUNCTION_TIMEOUT, memory_mb=1024,
             function_name=workflow.CONTROL_FUNCTION,
-            description="benchstack phases outside the VPC: AWS APIs, SageMaker, Bedrock")
+            description="benchstack phases outside the VPC: AWS APIs, SageMaker, Bedrock",
+            # the code folder is read-only in Lambda; /tmp keeps prices for warm invocations
+            environment={"BENCHSTACK_PRICE_CACHE": "/tmp/benchstack-prices.json"})
         for statement in [*allow.sagemaker_endpoints(), *allow.ec2_fleets(),
                           *allow.bedrock_models([e.bedrock.model_id for e in experiments
                                                  if e.bedrock]),

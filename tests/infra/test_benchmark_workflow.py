@@ -239,3 +239,11 @@ def test_runner_asset_holds_the_runners_package_only(assembly):
         assert top == ["runners"], top
         assert (root / "runners" / "lambda_handler.py").exists()
         assert not list(root.rglob("__pycache__"))
+
+
+def test_the_control_function_caches_prices_where_lambda_can_write(benchmark):
+    """The code folder is read-only in Lambda: the Pricing API cache lives in /tmp."""
+    (control,) = [f["Properties"] for f in resources(benchmark, "AWS::Lambda::Function").values()
+                  if f["Properties"].get("FunctionName") == workflow.CONTROL_FUNCTION]
+    cache = control["Environment"]["Variables"]["BENCHSTACK_PRICE_CACHE"]
+    assert cache.startswith("/tmp/")
