@@ -16,8 +16,10 @@ from __future__ import annotations
 import argparse
 import json
 import resource
+import socket
 import subprocess
 import sys
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
@@ -64,6 +66,14 @@ def decode_accuracy(client: OpenAIHTTPClient, truth: Truth) -> None:
           f"error {(intercept - truth_icpt) * 1000:+.2f} ms")
 
 
+def _start_threads(pool: ThreadPoolExecutor, count: int) -> None:
+    """Make the pool start all its threads now: each task waits until all are running."""
+    barrier = threading.Barrier(count + 1)
+    for _ in range(count):
+        pool.submit(barrier.wait)
+    barrier.wait()
+
+
 def load_accuracy(client: OpenAIHTTPClient, truth: Truth) -> list[dict]:
     ask = measure.forced_ask(LOAD_TOKENS, stream=True)
     e2el_truth = truth.e2el_s(LOAD_TOKENS)
@@ -75,6 +85,7 @@ def load_accuracy(client: OpenAIHTTPClient, truth: Truth) -> list[dict]:
           f"{'TPOT ratio':>10} {'E2EL ratio':>10} {'E2EL +ms':>8} {'cpu ms/req usr/sys':>18} "
           f"{'sched lag p50/max ms':>20} {'server late max ms':>18}")
     with ThreadPoolExecutor(max_workers=max(CONCURRENCY)) as pool:
+        _start_threads(pool, max(CONCURRENCY))  # thread start-up is not per-request CPU
         for c in CONCURRENCY:
             rec = Recorder(None, "load", client)
             client.prepare(c)
@@ -117,6 +128,32 @@ def load_accuracy(client: OpenAIHTTPClient, truth: Truth) -> list[dict]:
     return rows
 
 
+def recv_floor(gap_s: float, chunks: int = LOAD_TOKENS, requests: int = 10) -> None:
+    """The least CPU any Python client spends on a stream: a bare recv loop (no HTTP, no
+    parsing) woken once per chunk at the same spacing. Client CPU per request above reads
+    against this, not against zero."""
+    ours, theirs = socket.socketpair()
+    total = chunks * requests
+
+    def send() -> None:
+        for _ in range(total):
+            time.sleep(gap_s)
+            theirs.send(b"data: {}\n\n")
+    sender = threading.Thread(target=send)
+    before = resource.getrusage(resource.RUSAGE_THREAD)
+    sender.start()
+    seen = 0
+    while seen < total:
+        seen += ours.recv(65536).count(b"\n\n")
+    after = resource.getrusage(resource.RUSAGE_THREAD)
+    sender.join()
+    ours.close()
+    theirs.close()
+    cpu_ms = ((after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)) * 1000
+    print(f"\nfloor: a bare recv loop woken every {gap_s * 1000:g} ms spends "
+          f"{cpu_ms / requests:.3f} ms CPU (user+sys) per {chunks}-chunk request")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--ttft-ms", type=float, default=50.0)
@@ -131,6 +168,7 @@ def main(argv: list[str] | None = None) -> int:
         client = OpenAIHTTPClient(base_url, "loopback")
         decode_accuracy(client, truth)
         rows = load_accuracy(client, truth)
+        recv_floor(truth.gap_s)
         client.close()
         peer_rows = None
         if args.peer:
