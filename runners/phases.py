@@ -19,7 +19,7 @@ import traceback
 from pathlib import Path
 from typing import Any, Callable
 
-from runners import measure, progress, report
+from runners import code_digest, measure, progress, report
 from runners.cost import phase as cost_phase
 from runners.providers.base import ProvisionError
 from runners.run_context import Recorder, Run, utc_from_epoch, utc_now
@@ -99,6 +99,7 @@ def provision(run: Run) -> tuple[dict[str, Any], dict[str, Any]]:
     manifest = {
         "schema": "benchstack.manifest/1", "run_id": run.context["run_id"],
         "experiment": exp.to_dict(), "code_version": _code_version(),
+        "runners_digest": code_digest.runners_digest(),
         "started_at": run.context.get("started_at"), "client": _client_location(),
         "placement": placement, "refused_placements": refused,
     }

@@ -138,3 +138,20 @@ def test_the_lambda_asset_holds_everything_the_handlers_import(tmp_path):
     done = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True,
                           text=True, env={"PATH": "/usr/bin:/bin"})
     assert done.returncode == 0, done.stderr
+
+
+def test_the_runners_digest_is_the_same_from_the_lambda_asset(tmp_path):
+    """A manifest names the code that measured a run: the digest of runners/ copied alone
+    (as the Lambda asset is) equals the checkout's, and changes when one byte does."""
+    import shutil
+    from pathlib import Path
+
+    from runners.code_digest import runners_digest
+
+    source = Path(__file__).resolve().parents[2] / "runners"
+    copy = shutil.copytree(source, tmp_path / "runners",
+                           ignore=shutil.ignore_patterns("__pycache__"))
+    assert runners_digest(copy) == runners_digest(source)
+    stats = copy / "stats.py"
+    stats.write_bytes(stats.read_bytes() + b"\n")
+    assert runners_digest(copy) != runners_digest(source)

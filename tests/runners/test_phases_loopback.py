@@ -8,6 +8,7 @@ import pytest
 
 from benchmarks.loopback_server import Truth
 from runners import driver, phases
+from runners.code_digest import runners_digest
 from runners.run_context import Recorder
 from runners.run_context import new_context
 from tests.runners.conftest import benchmark_plan, write_openai_experiment
@@ -66,6 +67,7 @@ def test_a_clean_run_measures_the_truth(loopback, tmp_path):
     manifest = load(folder, "manifest.json")
     assert manifest["experiment"]["name"] == "loop-test"
     assert manifest["client"]["kind"] == "local"
+    assert manifest["runners_digest"] == runners_digest()
     assert "| decode rate (tokens/s) |" in (folder / "report.md").read_text()
 
 
