@@ -34,6 +34,8 @@ from runners.providers.base import Provider, ProvisionError
 ENDPOINT_ENV = "BENCHSTACK_EC2_ENDPOINT"
 HTTP_TIMEOUT_S = 5.0
 _GONE = ("shutting-down", "terminated", "stopping", "stopped")
+# Instance states that still bill (or will): what a teardown by tag terminates.
+_LIVE = ("pending", "running", "stopping", "stopped")
 # Our own backoff handles throttling; botocore's retries on top would multiply the waits.
 _CLIENT_CONFIG = Config(retries={"mode": "standard", "total_max_attempts": 1})
 
@@ -260,6 +262,8 @@ class Ec2Provider(Provider):
     def teardown(self, placement: dict[str, Any]) -> dict[str, Any]:
         fleet_id, instance_id = placement.get("fleet_id"), placement.get("instance_id")
         if not fleet_id and not instance_id:
+            if placement.get("run_id") and placement.get("region"):
+                return self._teardown_by_tag(placement["region"], placement["run_id"])
             return {"state": "deleted", "message": "nothing was launched"}
         ec2 = self._clients("ec2", placement["region"])
         problems = []
@@ -272,6 +276,24 @@ class Ec2Provider(Provider):
                     "fleet_id": fleet_id, "instance_id": instance_id}
         return {"state": "deleted", "fleet_id": fleet_id, "instance_id": instance_id,
                 "message": f"fleet {fleet_id} deleted, instance {instance_id} terminating"}
+
+    def _teardown_by_tag(self, region: str, run_id: str) -> dict[str, Any]:
+        """Provision died before answering: terminate whatever carries this run's tags.
+        An instant fleet bills nothing once its instances are gone."""
+        ec2 = self._clients("ec2", region)
+        try:
+            found = self._call(ec2, "describe_instances", Filters=[
+                {"Name": f"tag:{tags.RUN_ID}", "Values": [run_id]},
+                {"Name": f"tag:{tags.EXPERIMENT}", "Values": [self.experiment.name]},
+                {"Name": "instance-state-name", "Values": list(_LIVE)}])
+        except (ClientError, BotoCoreError) as exc:
+            return {"state": "retry-later", "message": f"DescribeInstances by run tag: {exc}"}
+        ids = [i["InstanceId"] for r in found.get("Reservations", []) for i in r["Instances"]]
+        problems = [p for instance_id in ids for p in self._terminate(ec2, instance_id)]
+        if problems:
+            return {"state": "retry-later", "message": "; ".join(problems), "instance_ids": ids}
+        return {"state": "deleted", "instance_ids": ids,
+                "message": f"found by run tag: {len(ids)} instance(s) terminating"}
 
     def _delete_fleet(self, ec2, fleet_id: str) -> list[str]:
         try:

@@ -33,7 +33,7 @@ def _parse_iso(text: str) -> datetime:
 
 
 def _event(placement: dict, event: str, at: datetime, **detail: Any) -> None:
-    placement["timeline"].append({"event": event, "at": _iso(at), **detail})
+    placement.setdefault("timeline", []).append({"event": event, "at": _iso(at), **detail})
 
 
 class SageMakerProvider(Provider):
@@ -225,6 +225,9 @@ class SageMakerProvider(Provider):
         placement = copy.deepcopy(placement)
         now = self.now()
         endpoint = placement.get("endpoint_name")
+        if not endpoint and placement.get("run_id") and placement.get("region"):
+            # provision died before answering: the run's endpoint name is known anyway
+            endpoint = names.endpoint_name(self.experiment.name, placement["run_id"])
         if not endpoint:
             return {"state": "deleted", "placement": placement, "detail": "nothing created"}
         outcome = sagemaker_endpoint.delete(self._client("sagemaker", placement["region"]),

@@ -536,6 +536,35 @@ def test_teardown_of_a_placement_that_launched_nothing_calls_nothing():
     cloud.verify()
 
 
+def test_teardown_without_a_placement_terminates_what_carries_the_runs_tags():
+    """Provision died before answering: the workflow sends only region and run id."""
+    cloud = Cloud(load("e2b-emb4-g6"))
+    cloud.ec2("us-east-1").add_response("describe_instances", {"Reservations": [{"Instances": [
+        {"InstanceId": "i-0aaa"}, {"InstanceId": "i-0bbb"}]}]}, {"Filters": [
+            {"Name": "tag:benchstack:run-id", "Values": ["run-12"]},
+            {"Name": "tag:benchstack:experiment", "Values": ["e2b-emb4-g6"]},
+            {"Name": "instance-state-name",
+             "Values": ["pending", "running", "stopping", "stopped"]}]})
+    cloud.ec2("us-east-1").add_response("terminate_instances", {}, {"InstanceIds": ["i-0aaa"]})
+    cloud.ec2("us-east-1").add_client_error("terminate_instances", "RequestLimitExceeded",
+                                            expected_params={"InstanceIds": ["i-0bbb"]})
+    for _ in range(5):  # throttling is retried with backoff before it counts as a problem
+        cloud.ec2("us-east-1").add_client_error("terminate_instances", "RequestLimitExceeded",
+                                                expected_params={"InstanceIds": ["i-0bbb"]})
+    outcome = cloud.provider.teardown({"region": "us-east-1", "run_id": "run-12"})
+    assert outcome["state"] == "retry-later" and "i-0bbb" in outcome["message"]
+    assert outcome["instance_ids"] == ["i-0aaa", "i-0bbb"]
+    cloud.verify()
+
+
+def test_teardown_by_tag_with_nothing_left_is_deleted():
+    cloud = Cloud(load("e2b-emb4-g6"))
+    cloud.ec2("us-east-1").add_response("describe_instances", {"Reservations": []})
+    outcome = cloud.provider.teardown({"region": "us-east-1", "run_id": "run-13"})
+    assert outcome["state"] == "deleted" and outcome["instance_ids"] == []
+    cloud.verify()
+
+
 def test_the_runner_reads_the_parameter_the_foundation_publishes():
     from stacks import names
 

@@ -212,6 +212,16 @@ def test_teardown_answers_retry_later_while_creating_and_deleted_when_gone():
     world.assert_all_stubs_used()
 
 
+def test_teardown_without_a_placement_deletes_the_runs_endpoint_by_its_name():
+    """Provision died before answering: the workflow sends only region and run id."""
+    world = World(sagemaker_experiment(regions=["us-east-2"]), deployed=("us-east-2",))
+    world.expect_delete("us-east-2")  # Stubber checks the endpoint name
+    outcome = world.provider().teardown({"region": "us-east-2", "run_id": RUN_ID})
+    assert outcome["state"] == "deleted"
+    assert _events(outcome["placement"]["timeline"]) == ["delete_requested"]
+    world.assert_all_stubs_used()
+
+
 def test_an_unexpected_delete_error_is_raised_not_swallowed():
     world = World(sagemaker_experiment(regions=["us-east-2"]), deployed=("us-east-2",))
     world.stubs["us-east-2"].add_client_error("delete_endpoint", "AccessDeniedException",
