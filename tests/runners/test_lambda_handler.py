@@ -35,7 +35,7 @@ def test_teardown_without_a_placement_still_names_the_region_and_run():
 
 @pytest.fixture
 def answer(monkeypatch):
-    """Make run_phase answer `value` (what issue 5's phases return) without running."""
+    """Make run_phase answer `value` (the shape runners.phases returns) without running."""
     def install(value):
         monkeypatch.setattr(phases, "run_phase", lambda name, context: value)
     return install
