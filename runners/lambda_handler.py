@@ -61,7 +61,7 @@ def _placement_status(phase: str, answer: dict[str, Any]) -> dict[str, Any]:
         status = "capacity"  # a branch (the next region), not a failure
     elif answer["state"] == "failed":
         if phase == "provision" or outcome is None:  # refused, or the step raised
-            raise PhaseFailed(answer.get("error") or f"provision failed ({answer['key']})")
+            raise PhaseFailed(answer.get("error") or f"{phase} failed ({answer['key']})")
         status = "failed"
     elif phase == "provision":
         status = "placed"

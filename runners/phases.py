@@ -235,14 +235,13 @@ def run_phase(name: str, context: dict[str, Any], *,
         key = _record(run, name, result)
     state = _state(name, result)
     answer = {"phase": name, "state": state, "key": key, "updates": updates}
+    error = result.get("error") or {}
     if name in REPEATABLE:  # what the workflow branches on (ready, deleted, capacity ...)
-        error = result.get("error") or {}
         answer["outcome"] = result.get("state") or ("placed" if result.get("placement")
                                                     else None)
         answer["kind"] = result.get("kind") or (error.get("kind") if isinstance(error, dict)
                                                 else None)
     if state == "failed":
-        error = result.get("error") or {}
         answer["error"] = error.get("message") if isinstance(error, dict) else str(error)
         answer["error"] = answer["error"] or result.get("message") or result.get("state")
     return answer

@@ -11,7 +11,7 @@ import io
 import json
 from typing import Any
 
-from runners.results_store import KeyExists, ResultsStore
+from runners.results_store import KeyExists, ResultsStore, latest_attempt_key
 from runners.run_context import utc_now
 
 SCHEMA = "benchstack.summary/1"
@@ -236,8 +236,10 @@ def render_charts(summary: dict[str, Any], files: dict[str, Any]) -> tuple[dict[
 
 def read_files(store: ResultsStore, prefix: str) -> dict[str, Any]:
     names = ("manifest", *PHASE_FILES, "cost")
+    keys = set(store.list(prefix))  # one listing, not a lookup per file and attempt
     # Repeated steps (a second region, a retried teardown) keep every attempt; the last counts.
-    return {name: store.get_latest_attempt(f"{prefix}{name}") for name in names}
+    found = {name: latest_attempt_key(f"{prefix}{name}", keys) for name in names}
+    return {name: store.get_json(key) if key else None for name, key in found.items()}
 
 
 def _put_new(store: ResultsStore, key: str, data: bytes, content_type: str,

@@ -67,18 +67,20 @@ class ResultsStore(abc.ABC):
             except KeyExists:
                 attempt += 1
 
-    def get_latest_attempt(self, stem: str) -> Any:
-        """The last attempt written of `stem`, or None."""
-        if not self.exists(attempt_key(stem, 1)):
-            return None
-        attempt = 1
-        while self.exists(attempt_key(stem, attempt + 1)):
-            attempt += 1
-        return self.get_json(attempt_key(stem, attempt))
 
 
 def attempt_key(stem: str, attempt: int) -> str:
     return f"{stem}.json" if attempt == 1 else f"{stem}.{attempt}.json"
+
+
+def latest_attempt_key(stem: str, keys: set[str]) -> str | None:
+    """The last attempt of `stem` among `keys` (one listing of the run), or None."""
+    if attempt_key(stem, 1) not in keys:
+        return None
+    attempt = 1
+    while attempt_key(stem, attempt + 1) in keys:
+        attempt += 1
+    return attempt_key(stem, attempt)
 
 
 class LocalStore(ResultsStore):

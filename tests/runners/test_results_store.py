@@ -5,7 +5,8 @@ import pytest
 from moto import mock_aws
 
 from runners import report
-from runners.results_store import KeyExists, LocalStore, S3Store, open_store
+from runners.results_store import (KeyExists, LocalStore, S3Store, latest_attempt_key,
+                                    open_store)
 
 
 @pytest.fixture
@@ -82,8 +83,10 @@ def test_report_phase_writes_into_s3(s3_store):
 
 def test_a_repeated_step_keeps_every_attempt_and_the_report_reads_the_last(tmp_path):
     store = LocalStore(tmp_path)
-    assert store.get_latest_attempt("run/teardown") is None
+    assert latest_attempt_key("run/teardown", set(store.list("run/"))) is None
     assert store.put_json_attempt("run/teardown", {"state": "retry-later"}) == "run/teardown.json"
     assert store.put_json_attempt("run/teardown", {"state": "deleted"}) == "run/teardown.2.json"
     assert store.get_json("run/teardown.json") == {"state": "retry-later"}  # never overwritten
-    assert store.get_latest_attempt("run/teardown") == {"state": "deleted"}
+    last = latest_attempt_key("run/teardown", set(store.list("run/")))
+    assert store.get_json(last) == {"state": "deleted"}
+    assert report.read_files(store, "run/")["teardown"] == {"state": "deleted"}
