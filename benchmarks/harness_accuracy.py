@@ -25,8 +25,9 @@ from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 
 from benchmarks.loopback_server import Truth
-from runners import measure, stats
 from runners.backends.openai_http import OpenAIHTTPClient
+from runners.measure import phases as measure
+from runners.measure import stats
 from runners.run_context import Recorder
 
 CONCURRENCY = (1, 2, 4, 8, 16, 32, 64)

@@ -3,7 +3,7 @@
 untagged and unexpired ones mixed in.
 
 Shows, with figures printed:
-- one deleting sweep finishes within the Lambda's time limit (runners.watchdog_lambda),
+- one deleting sweep finishes within the Lambda's time limit (runners.watchdog.lambda_handler),
 - it deletes exactly the expired set and nothing else,
 - it makes O(resources) API calls (counted with a botocore before-call hook), and
 - the time ratio of parallel regions (thread pool) to sequential, side by side.
@@ -37,9 +37,9 @@ os.environ.update(AWS_ACCESS_KEY_ID="benchmark", AWS_SECRET_ACCESS_KEY="benchmar
 import boto3  # noqa: E402
 from moto import mock_aws  # noqa: E402
 
-from runners import watchdog  # noqa: E402
-from runners.aws_clients import Clients  # noqa: E402
-from runners.watchdog_lambda import TIMEOUT_S  # noqa: E402
+from runners.watchdog import sweep as watchdog  # noqa: E402
+from runners.watchdog.clients import Clients  # noqa: E402
+from runners.watchdog.lambda_handler import TIMEOUT_S  # noqa: E402
 from tests.runners.watchdog_world import (EXPIRED, NOW, REGIONS, UNEXPIRED, World,  # noqa: E402
                                           run_tags)
 

@@ -1,5 +1,5 @@
 """The benchmark workflow: a Step Functions state machine built from the runners' phase
-list (runners.phases.PHASES), the same list the local driver walks.
+list (runners.workflow.phases.PHASES), the same list the local driver walks.
 
     Init -> SelectRegion -> [HandOff] -> provision -> await_ready (Wait + Choice loop)
          -> each measurement phase -> teardown (retried while "retry-later") -> report
@@ -8,7 +8,7 @@ Every Lambda task retries Lambda's own transient errors with jittered backoff an
 everything else into teardown, which runs on every path; after teardown the run reports,
 moves to the next region (no capacity), or fails with the recorded cause. The state holds
 the execution input plus small phase results (S3 keys); each loop is bounded by limits
-that travel in the input (runners/workflow.py).
+that travel in the input (runners/workflow/execution.py).
 """
 
 from __future__ import annotations
@@ -26,8 +26,8 @@ from constructs import Construct
 from benchstack_constructs import cfn_lint
 from benchstack_constructs.alerts import AlertsTopic
 from benchstack_constructs.nag_wildcards import acknowledge_wildcards
-from runners import workflow
-from runners.phases import PHASES
+from runners.workflow import execution as workflow
+from runners.workflow.phases import PHASES
 
 # Errors of the Lambda service itself (the function did not run, or was throttled):
 # safe to retry. A phase's own error is not retried: it may have written results.

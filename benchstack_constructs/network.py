@@ -61,3 +61,28 @@ class BenchmarkNetwork(Construct):
     @property
     def public_subnet_ids(self) -> list[str]:
         return [subnet.subnet_id for subnet in self.vpc.public_subnets]
+
+
+def runner_security_group(scope: Construct, construct_id: str, *, network: BenchmarkNetwork,
+                          engine_ports: list[int]) -> ec2.SecurityGroup:
+    """The in-VPC runner's security group, and an engine ingress rule from it per port."""
+    group = ec2.SecurityGroup(
+        scope, construct_id, vpc=network.vpc,
+        description="benchstack in-VPC runner: calls engines and S3; admits nothing",
+        # No NAT and no public IP: outbound reaches only the VPC and the S3 gateway.
+        allow_all_outbound=True)
+    for port in sorted(set(engine_ports)):
+        ec2.CfnSecurityGroupIngress(
+            scope, f"EngineFromRunner{port}",
+            group_id=network.engine_security_group.security_group_id,
+            source_security_group_id=group.security_group_id,
+            ip_protocol="tcp", from_port=port, to_port=port,
+            description="benchstack in-VPC runner to the engine port")
+    return group
+
+
+def imported_security_group(scope: Construct, construct_id: str,
+                            security_group_id: str) -> ec2.ISecurityGroup:
+    """A security group another stack owns, by id (left as it is: mutable=False)."""
+    return ec2.SecurityGroup.from_security_group_id(scope, construct_id, security_group_id,
+                                                    mutable=False)

@@ -14,8 +14,9 @@ from aws_cdk import aws_sagemaker as sagemaker
 from constructs import Construct
 
 from benchstack_constructs.nag import acknowledge
-from runners import hardware, sagemaker_names as names, tags
+from runners import hardware, tags
 from runners.experiment import Experiment, ExperimentError
+from runners.providers.sagemaker import names
 
 # AWS Deep Learning Containers registry account per region, for every region benchstack
 # knows (runners/regions.py). Source: aws/deep-learning-containers,

@@ -19,8 +19,8 @@ from benchstack_constructs.alerts import AlertsTopic
 from benchstack_constructs.nag import acknowledge, wildcard_finding
 from benchstack_constructs.runner_function import RunnerFunction
 from runners import tags
-from runners.watchdog_lambda import TIMEOUT_S
-from runners.watchdog_report import NAMESPACE
+from runners.watchdog.lambda_handler import TIMEOUT_S
+from runners.watchdog.report import NAMESPACE
 
 AUDIT_PREFIX = "watchdog/"
 MANAGED_CONDITION = {"StringEquals": {f"aws:ResourceTag/{tags.MANAGED}": "true"}}
@@ -46,7 +46,7 @@ class Watchdog(Construct):
             self, props.results_bucket_parameter)
         self.runner = RunnerFunction(
             self, "Sweep",
-            handler="runners.watchdog_lambda.handler",
+            handler="runners.watchdog.lambda_handler.handler",
             timeout=props.timeout,
             description="benchstack watchdog: deletes expired or orphaned tagged resources "
                         f"in {', '.join(props.regions)}",

@@ -9,7 +9,9 @@ from __future__ import annotations
 from aws_cdk import Aws
 from aws_cdk import aws_iam as iam
 
-from runners import sagemaker_names, tags, workflow
+from runners import tags
+from runners.providers.sagemaker import names as sagemaker_names
+from runners.workflow import execution as workflow
 
 EXPERIMENT_STACKS = "Benchstack-Exp-"
 
@@ -21,7 +23,7 @@ def arn(service: str, resource: str, *, region: str = "*", account: str = Aws.AC
 def sagemaker_endpoints() -> list[iam.PolicyStatement]:
     """Create, watch, call and delete benchstack endpoints from the stacks' configs.
 
-    Endpoint names are benchstack's own (runners/sagemaker_names.py); the configs keep
+    Endpoint names are benchstack's own (runners/providers/sagemaker/names.py); the configs keep
     CloudFormation's generated names, because an endpoint config is replaced on every
     change and a fixed name would block the replacement."""
     endpoint = arn("sagemaker", f"endpoint/{sagemaker_names.ENDPOINT_PREFIX}-*")

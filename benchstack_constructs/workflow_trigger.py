@@ -3,7 +3,7 @@ again whenever the experiment's definition or the runners' code changes.
 
 A trigger, not an AwsCustomResource calling StartExecution: the run id and the results
 location are made at run time by the same Python as `python -m runners start`
-(runners/start.py), so a deploy-started run and a hand-started one get the same input.
+(runners/workflow/start.py), so a deploy-started run and a hand-started one get the same input.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from benchstack_constructs import cfn_lint
 from benchstack_constructs import workflow_permissions as allow
 from benchstack_constructs.nag_wildcards import acknowledge_wildcards
 from benchstack_constructs.runner_function import RunnerFunction
-from runners import workflow
+from runners.workflow import execution as workflow
 
 
 class RunOnDeploy(Construct):
@@ -28,7 +28,7 @@ class RunOnDeploy(Construct):
                  definition: str, after: list[Construct]):
         super().__init__(scope, construct_id)
         self.starter = RunnerFunction(
-            self, "Starter", handler="runners.start.trigger_handler",
+            self, "Starter", handler="runners.workflow.start.trigger_handler",
             timeout=Duration.seconds(60), memory_mb=256,
             description=f"starts a benchstack run of {experiment_name} on deploy",
             environment={

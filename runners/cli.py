@@ -12,8 +12,10 @@ import sys
 import time
 from pathlib import Path
 
-from runners import experiment, phases, progress, providers, report
-from runners.results_store import LocalStore, open_store
+from runners import experiment, progress, providers
+from runners.results import report
+from runners.results.store import LocalStore, open_store
+from runners.workflow import phases
 
 EXPERIMENTS_DIR = Path(__file__).resolve().parent.parent / "experiments"
 
@@ -69,7 +71,7 @@ def _cmd_user_data(args: argparse.Namespace) -> int:
 
 
 def _cmd_preflight(args: argparse.Namespace) -> int:
-    from runners import preflight  # only this command reads the Hub
+    from runners.checks import preflight  # only this command reads the Hub
 
     exp = experiment.find(args.experiments, args.experiment)
     try:
@@ -91,7 +93,7 @@ def _cmd_preflight(args: argparse.Namespace) -> int:
 def _cmd_start(args: argparse.Namespace) -> int:
     from botocore.exceptions import BotoCoreError, ClientError
 
-    from runners import start  # needs boto3 and credentials; list/validate do not
+    from runners.workflow import start  # needs boto3 and credentials; list/validate do not
 
     exp = experiment.find(args.experiments, args.experiment)
     if exp.backend not in experiment.CLOUD_BACKENDS:
@@ -116,7 +118,7 @@ def _cmd_start(args: argparse.Namespace) -> int:
 
 
 def _cmd_watchdog(args: argparse.Namespace) -> int:
-    from runners import watchdog_cli
+    from runners.watchdog import cli as watchdog_cli
 
     return watchdog_cli.run(args)
 
@@ -167,7 +169,7 @@ def _print_summary(summary: dict, where: str) -> None:
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
-    from runners import driver  # imports the phases' dependencies only when running
+    from runners.workflow import driver  # imports the phases' dependencies only when running
 
     path = _experiment_file(args)
     backend = experiment.load(path).backend
@@ -214,7 +216,7 @@ def _cmd_report(args: argparse.Namespace) -> int:
 
 
 def _cmd_compare(args: argparse.Namespace) -> int:
-    from runners import compare
+    from runners.results import compare
     from runners.cost.prices import PricesFileError
 
     out_dir = args.out or Path("runs") / "compare" / time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())

@@ -10,15 +10,12 @@ teardown_budget_s, workflow_error.
 from __future__ import annotations
 
 import datetime as dt
-import json
 import secrets
-import threading
 import time
 from typing import Any
 
-from runners import degeneracy, experiment, providers
-from runners.backends.reply import DEGENERATE, Ask, Reply
-from runners.results_store import ResultsStore, open_store, run_prefix
+from runners import experiment, providers
+from runners.results.store import ResultsStore, open_store, run_prefix
 
 
 def utc_from_epoch(epoch_s: float) -> str:
@@ -74,32 +71,3 @@ class Run:
 
     def read(self, name: str) -> Any:
         return self.store.get_json_or_none(self.key(name))
-
-
-class Recorder:
-    """Sends requests for one phase, checks every reply for degeneracy, keeps the records."""
-
-    def __init__(self, run: Run, phase: str, client):
-        self.run, self.phase, self.client = run, phase, client
-        self.lines: list[str] = []
-        self.degenerate = 0
-        self._lock = threading.Lock()  # the load phase sends from many threads
-
-    def send(self, ask: Ask, intended_s: float | None = None, **extra: Any) -> Reply:
-        reply = self.client.chat(ask, intended_s=intended_s)
-        if reply.ok:
-            reason = degeneracy.degenerate_reason(reply.text + reply.reasoning, reply.tool_calls)
-            if reason:
-                reply.status, reply.error = DEGENERATE, reason
-        line = json.dumps(reply.record(self.phase, max_tokens=ask.max_tokens, stream=ask.stream,
-                                       **extra))
-        with self._lock:
-            self.degenerate += reply.status == DEGENERATE
-            self.lines.append(line)
-        return reply
-
-    def save(self) -> None:
-        """requests/<phase>.jsonl; the report joins them into requests.jsonl."""
-        if self.lines:
-            self.run.store.put_text(self.run.key(f"requests/{self.phase}.jsonl"),
-                                    "\n".join(self.lines) + "\n", "application/x-ndjson")

@@ -7,20 +7,20 @@ experiment. Depends on the region's foundation (bucket, topic, VPC).
 from __future__ import annotations
 
 from aws_cdk import Duration, Environment, Stack, Tags
-from aws_cdk import aws_ec2 as ec2
-from aws_cdk import aws_ssm as ssm
 from constructs import Construct
 
 from benchstack_constructs import workflow_permissions as allow
 from benchstack_constructs.benchmark_workflow import BenchmarkWorkflow
+from benchstack_constructs import parameters
 from benchstack_constructs.nag_wildcards import acknowledge_wildcards
+from benchstack_constructs.network import runner_security_group
 from benchstack_constructs.runner_function import RunnerFunction
-from runners import workflow
 from runners.experiment import Experiment
+from runners.workflow import execution as workflow
 from stacks import names
 from stacks.foundation import FoundationStack
 
-HANDLER = "runners.lambda_handler.handler"
+HANDLER = "runners.workflow.lambda_handler.handler"
 # Every phase's own limit is the task's TimeoutSeconds; the function allows the longest.
 FUNCTION_TIMEOUT = Duration.seconds(max(workflow.PHASE_TIMEOUT_S.values()) + 30)
 
@@ -37,8 +37,7 @@ class BenchmarkStack(Stack):
         self.add_stack_dependency(foundation)
         Tags.of(self).add("benchstack:component", "benchmark")
         # Read at deploy time from the foundation's parameter: no export couples the stacks.
-        results_bucket = ssm.StringParameter.value_for_string_parameter(
-            self, workflow.foundation_parameter("results-bucket"))
+        results_bucket = parameters.value_of(self, workflow.foundation_parameter("results-bucket"))
 
         self.control = RunnerFunction(
             self, "Control", handler=HANDLER, timeout=FUNCTION_TIMEOUT, memory_mb=1024,
@@ -54,11 +53,9 @@ class BenchmarkStack(Stack):
         foundation.alerts.grant_publish(self.control.role)
 
         network = foundation.network
-        self.data_security_group = ec2.SecurityGroup(
-            self, "DataSecurityGroup", vpc=network.vpc,
-            description="benchstack in-VPC runner: calls engines and S3; admits nothing",
-            # No NAT and no public IP: outbound reaches only the VPC and the S3 gateway.
-            allow_all_outbound=True)
+        self.data_security_group = runner_security_group(
+            self, "DataSecurityGroup", network=network,
+            engine_ports=[e.ec2.engine_port for e in experiments if e.ec2])
         self.data = RunnerFunction(
             self, "Data", handler=HANDLER, timeout=FUNCTION_TIMEOUT, memory_mb=1024,
             function_name=workflow.DATA_FUNCTION, vpc=network.vpc,
@@ -67,20 +64,12 @@ class BenchmarkStack(Stack):
         for fn in (self.control, self.data):
             for statement in allow.results_store(results_bucket):
                 fn.role.add_to_principal_policy(statement)
-        for port in sorted({e.ec2.engine_port for e in experiments if e.ec2}):
-            ec2.CfnSecurityGroupIngress(
-                self, f"EngineFromRunner{port}",
-                group_id=network.engine_security_group.security_group_id,
-                source_security_group_id=self.data_security_group.security_group_id,
-                ip_protocol="tcp", from_port=port, to_port=port,
-                description="benchstack in-VPC runner to the engine port")
 
         self.workflow = BenchmarkWorkflow(self, "Workflow", alerts=foundation.alerts,
                                           functions=[self.control.function, self.data.function])
-        ssm.StringParameter(
-            self, "StateMachineArnParameter",
-            parameter_name=workflow.STATE_MACHINE_PARAMETER,
-            string_value=self.workflow.state_machine.state_machine_arn,
+        parameters.publish(
+            self, "StateMachineArnParameter", name=workflow.STATE_MACHINE_PARAMETER,
+            value=self.workflow.state_machine.state_machine_arn,
             description="benchstack benchmark state machine (python -m runners start)")
         acknowledge_wildcards(self.control.role, (
             "Scoped by prefix and tag, not by name, because a run creates them: results "

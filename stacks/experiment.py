@@ -9,20 +9,20 @@ from __future__ import annotations
 import json
 
 from aws_cdk import CfnOutput, Environment, Stack, Tags
-from aws_cdk import aws_ec2 as ec2
-from aws_cdk import aws_ssm as ssm
 from constructs import Construct
 
+from benchstack_constructs import parameters
 from benchstack_constructs.launch_template import EngineLaunchTemplates
+from benchstack_constructs.network import imported_security_group
 from benchstack_constructs.sagemaker_endpoint import VllmSageMakerEndpoint
 from benchstack_constructs.workflow_trigger import RunOnDeploy
-from runners import sagemaker_names, tags
+from runners import tags
 from runners.experiment import Experiment
+from runners.providers.sagemaker import names as sagemaker_names
 from stacks import names
 from stacks.benchmark import BenchmarkStack
 from stacks.foundation import FoundationStack
 
-STANDARD_PARAMETER_LIMIT = 4096  # characters; above it SSM needs the paid Advanced tier
 
 
 class ExperimentStack(Stack):
@@ -41,16 +41,12 @@ class ExperimentStack(Stack):
         Tags.of(self).add("benchstack:component", "experiment")
         Tags.of(self).add(tags.EXPERIMENT, experiment.name)
         snapshot = json.dumps(experiment.to_dict(), sort_keys=True, separators=(",", ":"))
-        self.definition = ssm.StringParameter(
-            self, "Definition",
-            parameter_name=names.experiment_parameter(experiment.name),
-            string_value=snapshot,
-            tier=(ssm.ParameterTier.STANDARD if len(snapshot) <= STANDARD_PARAMETER_LIMIT
-                  else ssm.ParameterTier.ADVANCED),
-            description=f"benchstack experiment {experiment.name}: validated definition",
-        )
+        self.definition = parameters.publish(
+            self, "Definition", name=names.experiment_parameter(experiment.name),
+            value=snapshot,
+            description=f"benchstack experiment {experiment.name}: validated definition")
         self.sagemaker = None
-        self.runner_parameters: list[ssm.StringParameter] = []  # grant_read them to runners
+        self.runner_parameters = []  # SSM parameters; grant_read them to runners
         if experiment.backend == "sagemaker":
             self.sagemaker = VllmSageMakerEndpoint(self, "Vllm", experiment=experiment)
             self._publish_sagemaker_names(experiment.name)
@@ -72,23 +68,20 @@ class ExperimentStack(Stack):
         The foundation's cache bucket and security group are read from its SSM parameters
         at deploy time, not imported: cross-stack exports would pin the foundation."""
         def foundation_value(key: str) -> str:
-            return ssm.StringParameter.value_for_string_parameter(
-                self, names.foundation_parameter(key))
+            return parameters.value_of(self, names.foundation_parameter(key))
 
         self.engines = EngineLaunchTemplates(
             self, "Engines", experiment=experiment,
             cache_bucket_name=foundation_value("cache-bucket"),
-            security_group=ec2.SecurityGroup.from_security_group_id(
-                self, "EngineSecurityGroup", foundation_value("engine-security-group-id"),
-                mutable=False),
+            security_group=imported_security_group(
+                self, "EngineSecurityGroup", foundation_value("engine-security-group-id")),
         )
         ids = self.engines.template_ids
-        ssm.StringParameter(
+        parameters.publish(
             self, "LaunchTemplateIds",
-            parameter_name=names.ec2_launch_templates_parameter(experiment.name),
-            string_value=self.to_json_string(ids),
-            description=f"benchstack {experiment.name}: launch template id per instance type",
-        )
+            name=names.ec2_launch_templates_parameter(experiment.name),
+            value=self.to_json_string(ids),
+            description=f"benchstack {experiment.name}: launch template id per instance type")
         for itype, template_id in ids.items():
             CfnOutput(self, f"LaunchTemplate{itype.replace('.', '')}", value=template_id,
                       description=f"launch template for {itype}")
@@ -101,12 +94,6 @@ class ExperimentStack(Stack):
             sagemaker_names.MODEL_NAME: self.sagemaker.model.attr_model_name,
             sagemaker_names.EXECUTION_ROLE_ARN: self.sagemaker.role.role_arn,
         }
-        for key, value in values.items():
-            construct_id = "".join(part.title() for part in key.split("-"))
-            self.runner_parameters.append(ssm.StringParameter(
-                self, f"{construct_id}Parameter",
-                parameter_name=sagemaker_names.parameter(name, key),
-                string_value=value,
-                description=f"benchstack experiment {name}: SageMaker {key}",
-            ))
-            CfnOutput(self, construct_id, value=value, description=key)
+        self.runner_parameters += parameters.publish_with_outputs(
+            self, values, name_of=lambda key: sagemaker_names.parameter(name, key),
+            description_of=lambda key: f"benchstack experiment {name}: SageMaker {key}")

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from aws_cdk import CfnOutput, Environment, Stack, Tags
-from aws_cdk import aws_ssm as ssm
+from aws_cdk import Environment, Stack, Tags
 from constructs import Construct
 
+from benchstack_constructs import parameters
 from benchstack_constructs.alerts import AlertsTopic
 from benchstack_constructs.network import BenchmarkNetwork
 from benchstack_constructs.storage import AccessLogsBucket, CacheBucket, ResultsBucket
@@ -42,12 +42,5 @@ class FoundationStack(Stack):
 
     def _publish(self, values: dict[str, str]) -> None:
         """SSM parameters for runners and later stacks; stack outputs for people."""
-        for key, value in values.items():
-            construct_id = "".join(part.title() for part in key.split("-"))
-            ssm.StringParameter(
-                self, f"{construct_id}Parameter",
-                parameter_name=names.foundation_parameter(key),
-                string_value=value,
-                description=f"benchstack foundation: {key}",
-            )
-            CfnOutput(self, construct_id, value=value, description=key)
+        parameters.publish_with_outputs(self, values, name_of=names.foundation_parameter,
+                                        description_of=lambda key: f"benchstack foundation: {key}")

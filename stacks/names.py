@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from runners.ec2_fleet import LAUNCH_TEMPLATES_PARAMETER
+from runners.providers.ec2.fleet import LAUNCH_TEMPLATES_PARAMETER
 # The runners read the same parameters in Lambda, where only runners/ is deployed.
-from runners.workflow import SSM_ROOT, experiment_parameter, foundation_parameter  # noqa: F401
+from runners.workflow.execution import SSM_ROOT, experiment_parameter, foundation_parameter  # noqa: F401
 
 PREFIX = "Benchstack"
 

@@ -18,8 +18,8 @@ from constructs import Construct, Node
 from benchstack_constructs.watchdog import Watchdog, WatchdogProps
 from runners import regions as known_regions
 from runners.experiment import ExperimentError
-from runners.watchdog import DEFAULT_REGIONS
-from runners.watchdog_lambda import TIMEOUT_S
+from runners.watchdog.lambda_handler import TIMEOUT_S
+from runners.watchdog.sweep import DEFAULT_REGIONS
 from stacks import names
 from stacks.foundation import FoundationStack
 

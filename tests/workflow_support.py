@@ -4,7 +4,7 @@ moto's Step Functions interpreter (`execute_state_machine`) runs the real defini
 invokes tasks through moto's Lambda API; moto would run the function code in Docker,
 which this machine has no daemon for. `run_lambdas_in_process` replaces only that last
 step: the function's own handler (its `Handler` setting, here
-runners.lambda_handler.handler) is imported and called in this process with the event
+runners.workflow.lambda_handler.handler) is imported and called in this process with the event
 moto passes, and an exception becomes Lambda's error payload ({errorType, errorMessage}).
 """
 

@@ -2,4 +2,6 @@
 
 openai_http (vLLM, llama.cpp), sagemaker_runtime (InvokeEndpoint[WithResponseStream]) and
 bedrock_converse (Converse[Stream]). Standard library and boto3 only.
+
+May import: the standard library and boto3 only.
 """

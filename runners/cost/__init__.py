@@ -4,4 +4,6 @@
     pricing_api  GetProducts queries and PriceList parsing (EC2, SageMaker hosting)
     prices       quotes from the cache, the API or the checked-in prices file, with ages
     phase        run(context) -> the summary.json "cost" block
+
+May import: the standard library and boto3 only.
 """

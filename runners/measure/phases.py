@@ -12,9 +12,13 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from runners import progress, quality_suite, stats, toolcall_check
+from runners import progress
 from runners.backends.reply import DEGENERATE, ERROR, THROTTLED, TIMEOUT, Ask, Reply
-from runners.run_context import Recorder, Run
+from runners.measure import quality_suite
+from runners.measure import stats
+from runners.measure import toolcall_check
+from runners.measure.recorder import Recorder
+from runners.run_context import Run
 
 FORCED_PROMPT = "Write a long story about a lighthouse keeper and the sea."
 TOOLCALL_MAX_TURNS = 4

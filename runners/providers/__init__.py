@@ -1,6 +1,11 @@
 """Providers own the billable part of an experiment: they place it, report when it is
-ready, hand out a client for it, and tear it down. One module per backend; `for_experiment`
-picks the provider for an experiment's backend.
+ready, hand out a client for it, and tear it down. One module per backend (a package for
+EC2 and SageMaker, which have helpers of their own); `for_experiment` picks the provider
+for an experiment's backend. region_fallback moves a placement to the next region when one
+has no capacity; retry backs off AWS throttling.
+
+May import: backends, checks, experiment, hardware, tags, boto3 and the standard library.
+Never measurement, results, workflow or the CLI.
 """
 
 from __future__ import annotations
@@ -12,8 +17,8 @@ from runners.providers.base import Provider
 # backend name -> "module:Class", imported lazily so a laptop run never imports what
 # it does not use.
 REGISTRY: dict[str, str] = {
-    "ec2": "runners.providers.ec2:Ec2Provider",
-    "sagemaker": "runners.providers.sagemaker:SageMakerProvider",
+    "ec2": "runners.providers.ec2.provider:Ec2Provider",
+    "sagemaker": "runners.providers.sagemaker.provider:SageMakerProvider",
     "local": "runners.providers.local:LocalProvider",
     "openai": "runners.providers.openai:OpenAIProvider",
     "bedrock": "runners.providers.bedrock:BedrockProvider",

@@ -11,7 +11,7 @@ import io
 import json
 from typing import Any
 
-from runners.results_store import KeyExists, ResultsStore, latest_attempt_key
+from runners.results.store import KeyExists, ResultsStore, latest_attempt_key
 from runners.run_context import utc_now
 
 SCHEMA = "benchstack.summary/1"

@@ -8,8 +8,9 @@ import argparse
 import sys
 
 from runners import regions as known_regions
-from runners import watchdog, watchdog_report
-from runners.aws_clients import Clients
+from runners.watchdog import report as watchdog_report
+from runners.watchdog import sweep as watchdog
+from runners.watchdog.clients import Clients
 
 
 class UsageError(ValueError):

@@ -6,8 +6,9 @@ from __future__ import annotations
 import os
 import time
 
-from runners import watchdog, watchdog_report
-from runners.aws_clients import Clients
+from runners.watchdog import report as watchdog_report
+from runners.watchdog import sweep as watchdog
+from runners.watchdog.clients import Clients
 
 TIMEOUT_S = 300  # WatchdogStack's Lambda timeout: a third of the 15-minute schedule
 REPORT_MARGIN_S = 30  # Lambda time kept back for writing the audit, metrics and alert

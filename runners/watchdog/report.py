@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from typing import IO
 
-from runners.watchdog import SweepReport
+from runners.watchdog.sweep import SweepReport
 
 NAMESPACE = "Benchstack/Watchdog"
 METRIC = "Resources"

@@ -12,7 +12,7 @@ Rules, in order, for each tagged resource:
 5. a config or model whose run still has an endpoint     -> kept until the endpoint goes
 A failed delete is "refused" and the sweep goes on; nothing untagged is ever listed.
 
-Runs in Lambda (runners/watchdog_lambda.py) and on a laptop (`python -m runners watchdog`):
+Runs in Lambda (runners/watchdog/lambda_handler.py) and on a laptop (`python -m runners watchdog`):
 the same code either way.
 """
 
@@ -26,9 +26,9 @@ from datetime import datetime, timezone
 from typing import Iterable
 
 from runners import tags
-from runners.aws_clients import Clients
-from runners.watchdog_inventory import (DELETING, ENDPOINTS, KINDS, TRANSITIONAL, Resource)
-from runners.watchdog_runs import ENDED, RunStatus, StepFunctionsRuns
+from runners.watchdog.clients import Clients
+from runners.watchdog.inventory import (DELETING, ENDPOINTS, KINDS, TRANSITIONAL, Resource)
+from runners.watchdog.runs import ENDED, RunStatus, StepFunctionsRuns
 
 DEFAULT_REGIONS = ("us-east-1", "us-east-2", "us-west-2")
 ACTIONS = ("deleted", "would-delete", "deferred", "kept", "refused", "error")

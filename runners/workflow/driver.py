@@ -7,8 +7,9 @@ import signal
 import time
 from typing import Any
 
-from runners import phases, progress
+from runners import progress
 from runners.run_context import Run, new_context
+from runners.workflow import phases
 
 
 class Interrupted(KeyboardInterrupt):

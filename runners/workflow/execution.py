@@ -12,7 +12,7 @@ import math
 from datetime import datetime, timezone
 from typing import Any
 
-from runners.phases import PHASES
+from runners.workflow.phases import PHASES
 
 SSM_ROOT = "/benchstack"
 STATE_MACHINE_PARAMETER = f"{SSM_ROOT}/benchmark/state-machine-arn"
@@ -73,7 +73,7 @@ def phase_timeout_s(phase: str) -> int:
     try:
         seconds = PHASE_TIMEOUT_S[phase]
     except KeyError:
-        raise KeyError(f"phase {phase!r} has no timeout in runners/workflow.py "
+        raise KeyError(f"phase {phase!r} has no timeout in runners/workflow/execution.py "
                        "PHASE_TIMEOUT_S; add one under 900 s") from None
     if not 0 < seconds < LAMBDA_MAX_TIMEOUT_S:
         raise ValueError(f"phase {phase!r}: timeout {seconds} s must be under "

@@ -1,7 +1,7 @@
 """The one Lambda entry point of the benchmark workflow: `handler(event, context)`.
 
 Each Step Functions task sends {"phase", "experiment", "run", "region", "placement",
-"error", ...}; the phase runs through `runners.phases.run_phase`, exactly as the local
+"error", ...}; the phase runs through `runners.workflow.phases.run_phase`, exactly as the local
 driver runs it, with a context built from the event (`phase_context`). This module only
 adapts the answer to what the state machine branches on, and keeps it small.
 """
@@ -11,8 +11,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from runners import phases, workflow
 from runners.providers.base import ProvisionError
+from runners.workflow import execution as workflow
+from runners.workflow import phases
 
 
 ERROR_CHARS = 1000  # of an error message kept in the workflow's state
@@ -86,7 +87,7 @@ def _checked_size(phase: str, result: Any) -> Any:
 def handler(event: dict[str, Any], context: Any = None) -> dict[str, Any]:
     phase = event["phase"]
     if phase == workflow.HANDOFF:
-        from runners import start  # boto3 is imported only where it is used
+        from runners.workflow import start  # boto3 is imported only where it is used
 
         return start.hand_off(event)
     answer = phases.run_phase(phase, phase_context(event))

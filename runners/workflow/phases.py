@@ -19,10 +19,13 @@ import traceback
 from pathlib import Path
 from typing import Any, Callable
 
-from runners import code_digest, measure, progress, report
+from runners import code_digest, progress
 from runners.cost import phase as cost_phase
+from runners.measure import phases as measure
+from runners.measure.recorder import Recorder
 from runners.providers.base import ProvisionError
-from runners.run_context import Recorder, Run, utc_from_epoch, utc_now
+from runners.results import report
+from runners.run_context import Run, utc_from_epoch, utc_now
 
 PHASES: tuple[str, ...] = (
     "provision", "await_ready",

@@ -17,7 +17,7 @@ from typing import Any
 import boto3
 from botocore.exceptions import ClientError
 
-from runners import workflow
+from runners.workflow import execution as workflow
 
 
 class StartError(RuntimeError):

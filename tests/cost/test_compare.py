@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from runners import compare as c
+from runners.results import compare as c
 
 RUNS = Path(__file__).parent / "fixtures" / "runs"
 

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import json
 
-from runners import experiment, report
+from runners import experiment
 from runners.cost import phase as cost_phase
+from runners.results import report
 from tests.conftest import EXPERIMENTS_DIR
 
 

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from runners import workflow
-from runners.phases import PHASES
+from runners.workflow import execution as workflow
+from runners.workflow.phases import PHASES
 from stacks import names
 from tests.conftest import ROOT
 from tests.infra.templates import only, resources
@@ -101,7 +101,7 @@ def test_task_timeouts_are_per_phase_and_under_lambdas_limit(definition, benchma
         props = fn["Properties"]
         assert props["Timeout"] < 900
         assert props["Runtime"] == "python3.12"
-        assert props["Handler"] == "runners.lambda_handler.handler"
+        assert props["Handler"] == "runners.workflow.lambda_handler.handler"
         assert "ManagedPolicyArns" not in str(benchmark["Resources"][
             props["Role"]["Fn::GetAtt"][0]])
 
@@ -152,7 +152,7 @@ def test_control_role_is_scoped_by_prefix_and_tag(benchmark):
     statements = _statements(benchmark, "ControlRole")
     (create,) = _by_action(statements, "sagemaker:CreateEndpoint")
     ends = sorted(json.dumps(r).rsplit(":", 1)[-1] for r in create["Resource"])
-    assert ends == ['endpoint-config/*"]]}', 'endpoint/bs-*"]]}']  # runners/sagemaker_names.py
+    assert ends == ['endpoint-config/*"]]}', 'endpoint/bs-*"]]}']  # runners/providers/sagemaker/names.py
     (terminate,) = _by_action(statements, "ec2:TerminateInstances")
     assert terminate["Condition"] == {
         "StringEquals": {"aws:ResourceTag/benchstack:managed": "true"}}
@@ -216,7 +216,7 @@ def test_only_the_first_region_starts_a_run_on_deploy(templates, experiments):
                      if v["Type"] == "AWS::SSM::Parameter"][0]
     assert definition_id in trigger["DependsOn"]
     starter = [f for f in resources(template, "AWS::Lambda::Function").values()
-               if f["Properties"].get("Handler") == "runners.start.trigger_handler"]
+               if f["Properties"].get("Handler") == "runners.workflow.start.trigger_handler"]
     variables = starter[0]["Properties"]["Environment"]["Variables"]
     assert variables["BENCHSTACK_EXPERIMENT"] == "e2b-emb4-ml-g6"
     # The definition's digest is in the function, so changing the experiment re-runs it.

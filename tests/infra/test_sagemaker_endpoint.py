@@ -11,7 +11,8 @@ from aws_cdk import App, Environment, Stack
 from aws_cdk import aws_iam as iam
 
 from benchstack_constructs import sagemaker_endpoint as construct
-from runners import experiment, hardware, sagemaker_names, tags
+from runners import experiment, hardware, tags
+from runners.providers.sagemaker import names as sagemaker_names
 from stacks import names
 from tests.conftest import EXPERIMENTS_DIR, ROOT, cdk_context, synth
 from tests.infra.templates import only, resources

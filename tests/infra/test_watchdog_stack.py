@@ -61,7 +61,7 @@ def test_runs_every_15_minutes_on_the_sweep_function(template):
 def test_function_runs_the_runners_code_within_the_schedule(template):
     function = only(template, "AWS::Lambda::Function")["Properties"]
     assert function["Runtime"] == "python3.12"
-    assert function["Handler"] == "runners.watchdog_lambda.handler"
+    assert function["Handler"] == "runners.watchdog.lambda_handler.handler"
     assert function["Timeout"] == 300 < 15 * 60  # sweeps never overlap
     assert function["Architectures"] == ["arm64"]
     env = function["Environment"]["Variables"]
@@ -84,7 +84,7 @@ def test_asset_is_the_runners_package_and_nothing_else(assembly):
                  if f["source"].get("packaging") == "zip"]
     folder = Path(assembly.directory) / source["path"]
     files = sorted(str(p.relative_to(folder)) for p in folder.rglob("*") if p.is_file())
-    assert "runners/watchdog_lambda.py" in files and "runners/tags.py" in files
+    assert "runners/watchdog/lambda_handler.py" in files and "runners/tags.py" in files
     # code, and the data files the runners read (the checked-in prices)
     assert all(f.startswith("runners/") and f.endswith((".py", ".json")) for f in files), files
     assert not [f for f in files if "__pycache__" in f or "/." in f]

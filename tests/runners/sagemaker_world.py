@@ -11,9 +11,10 @@ import boto3
 import botocore.session
 from botocore.stub import Stubber
 
-from runners import sagemaker_names as names, tags
-from runners.providers.sagemaker import SageMakerProvider
-from runners.retry import retry_throttled
+from runners import tags
+from runners.providers.retry import retry_throttled
+from runners.providers.sagemaker import names
+from runners.providers.sagemaker.provider import SageMakerProvider
 from tests.runners.hub_fixtures import FakeHub, w4a16_model
 
 T0 = datetime(2026, 12, 3, 1, 0, 0, tzinfo=timezone.utc)

@@ -12,7 +12,7 @@ from botocore.stub import ANY, Stubber
 from runners.backends.bedrock_converse import BedrockConverseClient, to_converse
 from runners.backends.reply import ERROR, OK, THROTTLED, Ask
 from runners.backends.sagemaker_runtime import SageMakerRuntimeClient
-from runners.toolcall_check import TOOL
+from runners.measure.toolcall_check import TOOL
 from tests.runners.aws_eventstream import event, exception, serve
 
 EVENTSTREAM = "application/vnd.amazon.eventstream"

@@ -5,7 +5,7 @@ import json
 from pathlib import Path
 
 from benchmarks.loopback_server import answer_for
-from runners import driver
+from runners.workflow import driver
 
 EXPERIMENT = """
 name = "nova-test"

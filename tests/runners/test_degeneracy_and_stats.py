@@ -1,7 +1,8 @@
 import pytest
 
-from runners import stats, toolcall_check
-from runners.degeneracy import degenerate_reason
+from runners.measure import stats
+from runners.measure import toolcall_check
+from runners.measure.degeneracy import degenerate_reason
 
 
 @pytest.mark.parametrize("text", ["The The The The The The The The The The",

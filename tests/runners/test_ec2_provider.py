@@ -16,10 +16,12 @@ import pytest
 from botocore.stub import ANY, Stubber
 from moto import mock_aws
 
-from runners import ec2_api, ec2_fleet, experiment
+from runners import experiment
 from runners.providers import for_experiment
 from runners.providers.base import ProvisionError
-from runners.providers.ec2 import _CLIENT_CONFIG, Ec2Provider
+from runners.providers.ec2 import api as ec2_api
+from runners.providers.ec2 import fleet as ec2_fleet
+from runners.providers.ec2.provider import _CLIENT_CONFIG, Ec2Provider
 
 EXPERIMENTS = Path(__file__).resolve().parents[2] / "experiments"
 NOW = datetime(2026, 12, 3, 0, 0, tzinfo=timezone.utc)

@@ -1,11 +1,14 @@
-"""runners.lambda_handler: the context a workflow task gives a phase, what the state
+"""runners.workflow.lambda_handler: the context a workflow task gives a phase, what the state
 machine branches on, and the guards."""
 
 from __future__ import annotations
 
 import pytest
 
-from runners import lambda_handler, phases, providers, workflow
+from runners import providers
+from runners.workflow import execution as workflow
+from runners.workflow import lambda_handler
+from runners.workflow import phases
 from tests.runners.workflow_experiments import experiment_snapshot
 
 RUN = {"run_id": "20261203T001500Z-abc123", "results_bucket": "results",
@@ -35,7 +38,7 @@ def test_teardown_without_a_placement_still_names_the_region_and_run():
 
 @pytest.fixture
 def answer(monkeypatch):
-    """Make run_phase answer `value` (the shape runners.phases returns) without running."""
+    """Make run_phase answer `value` (the shape runners.workflow.phases returns) without running."""
     def install(value):
         monkeypatch.setattr(phases, "run_phase", lambda name, context: value)
     return install
@@ -126,7 +129,7 @@ def test_the_lambda_asset_holds_everything_the_handlers_import(tmp_path):
 
     shutil.copytree(Path(__file__).resolve().parents[2] / "runners", tmp_path / "runners",
                     ignore=shutil.ignore_patterns("__pycache__"))
-    modules = ["runners.lambda_handler", "runners.watchdog_lambda", "runners.start",
+    modules = ["runners.workflow.lambda_handler", "runners.watchdog.lambda_handler", "runners.workflow.start",
                "runners.cost.phase", *(target.partition(":")[0]
                                        for name, target in providers.REGISTRY.items()
                                        if name != "local")]  # local needs llama.cpp

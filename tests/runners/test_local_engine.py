@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from runners import driver
+from runners.workflow import driver
 from tests.runners.conftest import benchmark_plan
 
 pytest.importorskip("llama_cpp", reason="pip install -r requirements-local.txt")

@@ -7,10 +7,11 @@ from pathlib import Path
 import pytest
 
 from benchmarks.loopback_server import Truth
-from runners import driver, phases
 from runners.code_digest import runners_digest
-from runners.run_context import Recorder
+from runners.measure.recorder import Recorder
 from runners.run_context import new_context
+from runners.workflow import driver
+from runners.workflow import phases
 from tests.runners.conftest import benchmark_plan, write_openai_experiment
 
 
@@ -185,7 +186,7 @@ def test_provision_failure_still_writes_manifest_and_report(tmp_path, monkeypatc
 
 
 def test_negative_intercept_is_explained(tmp_path):
-    from runners import measure
+    from runners.measure import phases as measure
 
     class SlowingDown:  # per-token time grows with length: t = n * (0.001 + n * 1e-5)
         supports_tools = False

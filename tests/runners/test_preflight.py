@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from runners import preflight
+from runners.checks import preflight
 from tests.runners.experiments import sagemaker_experiment
 from tests.runners.hub_fixtures import (GEMMA_LIKE_TEXT, FakeHub, LoopbackHub, dense_bf16_model,
                                         w4a16_model)

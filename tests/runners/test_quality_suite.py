@@ -2,7 +2,7 @@
 
 import random
 
-from runners import quality_suite
+from runners.measure import quality_suite
 
 
 def test_first_and_last_questions_match_the_seeded_draws():

@@ -3,7 +3,7 @@ path (Ctrl-C included), and what it records."""
 
 import pytest
 
-from runners import region_fallback
+from runners.providers import region_fallback
 from runners.providers.base import Provider, ProvisionError
 
 

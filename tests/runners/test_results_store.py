@@ -4,8 +4,8 @@ import boto3
 import pytest
 from moto import mock_aws
 
-from runners import report
-from runners.results_store import (KeyExists, LocalStore, S3Store, latest_attempt_key,
+from runners.results import report
+from runners.results.store import (KeyExists, LocalStore, S3Store, latest_attempt_key,
                                     open_store)
 
 

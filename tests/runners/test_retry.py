@@ -3,7 +3,7 @@
 import pytest
 from botocore.exceptions import ClientError
 
-from runners import retry
+from runners.providers import retry
 
 
 def _error(code: str) -> ClientError:

@@ -8,11 +8,13 @@ import pytest
 from botocore.exceptions import ClientError
 from moto import mock_aws
 
-from runners import providers, region_fallback, sagemaker_names as names, tags
+from runners import providers, tags
 from runners.backends.aws_runtime import runtime_client
 from runners.backends.sagemaker_runtime import SageMakerRuntimeClient
+from runners.providers import region_fallback
 from runners.providers.base import ProvisionError
-from runners.providers.sagemaker import SageMakerProvider
+from runners.providers.sagemaker import names
+from runners.providers.sagemaker.provider import SageMakerProvider
 from tests.runners.experiments import sagemaker_experiment
 from tests.runners.hub_fixtures import w4a16_model
 from tests.runners.sagemaker_world import CAPACITY, HEALTH_CHECK, RUN_ID, T0, World

@@ -10,7 +10,9 @@ import boto3
 import pytest
 from moto import mock_aws
 
-from runners import cli, experiment, start, workflow
+from runners import cli, experiment
+from runners.workflow import execution as workflow
+from runners.workflow import start
 from tests.conftest import EXPERIMENTS_DIR
 
 NOW = datetime(2026, 12, 3, 0, 15, tzinfo=timezone.utc)
@@ -104,7 +106,7 @@ def test_region_order_puts_the_chosen_region_first():
 
 
 def test_every_phase_has_a_timeout_under_lambdas_limit():
-    from runners.phases import PHASES
+    from runners.workflow.phases import PHASES
 
     for phase in (*PHASES, workflow.HANDOFF):
         assert 0 < workflow.phase_timeout_s(phase) < 900

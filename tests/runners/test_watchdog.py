@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 from botocore.awsrequest import AWSResponse
 
-from runners import watchdog
-from runners.aws_clients import Clients
+from runners.watchdog import sweep as watchdog
+from runners.watchdog.clients import Clients
 from tests.runners.watchdog_fixtures import aws, world  # noqa: F401 - fixtures
 from tests.runners.watchdog_world import EXPIRED, NOW, REGIONS, UNEXPIRED, run_tags
 
@@ -126,7 +126,7 @@ def _count_calls(client, operation: str) -> list:
 
 
 def test_creating_endpoint_is_deferred_alerted_then_deleted_by_a_later_sweep(world):
-    from runners import watchdog_report
+    from runners.watchdog import report as watchdog_report
 
     world.endpoint("us-east-2", "stuck", run_tags("run-stuck", EXPIRED))
     clients = Clients()

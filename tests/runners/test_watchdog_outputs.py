@@ -10,10 +10,13 @@ from types import SimpleNamespace
 import boto3
 import pytest
 
-from runners import tags, watchdog, watchdog_lambda, watchdog_report
-from runners.aws_clients import Clients
-from runners.watchdog_inventory import DELETABLE, TRANSITIONAL, Resource
-from runners.watchdog_runs import StepFunctionsRuns, execution_region
+from runners import tags
+from runners.watchdog import lambda_handler as watchdog_lambda
+from runners.watchdog import report as watchdog_report
+from runners.watchdog import sweep as watchdog
+from runners.watchdog.clients import Clients
+from runners.watchdog.inventory import DELETABLE, TRANSITIONAL, Resource
+from runners.watchdog.runs import StepFunctionsRuns, execution_region
 from tests.runners.watchdog_fixtures import aws, world  # noqa: F401 - fixtures
 from tests.runners.watchdog_world import EXPIRED, NOW, REGIONS, UNEXPIRED, run_tags
 

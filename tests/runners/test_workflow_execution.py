@@ -11,7 +11,8 @@ import boto3
 import pytest
 from moto import mock_aws
 
-from runners import phases, workflow
+from runners.workflow import execution as workflow
+from runners.workflow import phases
 from stacks import names
 from tests.workflow_support import (ACCOUNT, definition_json, run_lambdas_in_process,
                                     wait_for_end)
@@ -98,13 +99,13 @@ def aws(benchmark_template, monkeypatch):
             RoleName="benchstack-test", AssumeRolePolicyDocument="{}")["Role"]["Arn"]
         archive = io.BytesIO()
         with zipfile.ZipFile(archive, "w") as zf:
-            zf.writestr("runners/lambda_handler.py", "")
+            zf.writestr("runners/workflow/lambda_handler.py", "")
         machines, topics = {}, {}
         for region in (HOME, OTHER):
             lam = boto3.client("lambda", region_name=region)
             for name in (workflow.CONTROL_FUNCTION, workflow.DATA_FUNCTION):
                 lam.create_function(FunctionName=name, Runtime="python3.12", Role=role,
-                                    Handler="runners.lambda_handler.handler",
+                                    Handler="runners.workflow.lambda_handler.handler",
                                     Code={"ZipFile": archive.getvalue()})
             topic = topics[region] = boto3.client("sns", region_name=region).create_topic(
                 Name="alerts")["TopicArn"]

@@ -28,8 +28,10 @@ from typing import Any, Callable
 from botocore.config import Config
 from botocore.exceptions import BotoCoreError, ClientError
 
-from runners import ec2_api, ec2_fleet, hardware, tags
+from runners import hardware, tags
 from runners.providers.base import Provider, ProvisionError
+from runners.providers.ec2 import api as ec2_api
+from runners.providers.ec2 import fleet as ec2_fleet
 
 ENDPOINT_ENV = "BENCHSTACK_EC2_ENDPOINT"
 HTTP_TIMEOUT_S = 5.0

@@ -3,7 +3,7 @@
 Response shapes follow the botocore sagemaker service model (2017-07-24): DescribeEndpoint
 returns ProductionVariants[].InstancePools[] = {InstanceType, CurrentInstanceCount} and
 ProductionVariants[].DeployedImages[] = {SpecifiedImage, ResolvedImage, ResolutionTime}.
-Throttled calls are retried with backoff and jitter (runners.retry); every other error is
+Throttled calls are retried with backoff and jitter (runners.providers.retry); every other error is
 interpreted here or raised.
 """
 
@@ -14,7 +14,7 @@ from typing import Any, Callable
 from botocore.exceptions import ClientError
 
 from runners.providers.base import ProvisionError
-from runners.retry import error_code, is_throttling, retry_throttled
+from runners.providers.retry import error_code, is_throttling, retry_throttled
 
 # Endpoint states a delete refuses ("Cannot update in-progress endpoint ...") and a poll
 # waits through.

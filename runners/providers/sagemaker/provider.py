@@ -15,9 +15,12 @@ import copy
 from datetime import datetime, timezone
 from typing import Any, Callable
 
-from runners import preflight, sagemaker_endpoint, sagemaker_names as names, tags
+from runners import tags
+from runners.checks import preflight
 from runners.providers.base import Provider, ProvisionError
-from runners.retry import retry_throttled
+from runners.providers.retry import retry_throttled
+from runners.providers.sagemaker import endpoint as sagemaker_endpoint
+from runners.providers.sagemaker import names
 
 ISO = "%Y-%m-%dT%H:%M:%SZ"
 RETRY_LATER_S = 60  # how soon a refused delete is worth trying again

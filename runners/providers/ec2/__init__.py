@@ -1,0 +1,3 @@
+"""The EC2 backend: the provider (place, poll, client, teardown), the instant CreateFleet
+over instance types x AZ subnets (fleet) and the EC2 API helpers (api).
+"""

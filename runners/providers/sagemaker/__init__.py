@@ -1,0 +1,3 @@
+"""The SageMaker backend: the provider, the endpoint life cycle calls (endpoint) and the
+names benchstack gives endpoints (names).
+"""
