@@ -9,7 +9,7 @@ from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_iam as iam
 from constructs import Construct
 
-from benchstack_constructs.launch_template_user_data import (
+from runners.providers.ec2.user_data import (
     HF_TOKEN_PARAMETER, EcrImage, EngineLaunch, ecr_image, render)
 from benchstack_constructs.nag import acknowledge
 from runners import hardware, tags

@@ -33,6 +33,7 @@ ASSET_EXCLUDE = [
     "runners/**/.*",
     "runners/**/__pycache__",
     "runners/**/*.pyc",
+    "runners/**/*.sh",  # the EC2 boot script is rendered at synth, never in Lambda
 ]
 RUNTIME = lambda_.Runtime.PYTHON_3_12
 

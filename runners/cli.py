@@ -63,8 +63,7 @@ def _cmd_user_data(args: argparse.Namespace) -> int:
         print(f"error: {exp.source}: ec2.instance_types: {itype!r} is not one of "
               f"{', '.join(exp.ec2.instance_types)}", file=sys.stderr)
         return 2
-    # The renderer sits beside the launch template construct; it is pure Python.
-    from benchstack_constructs.launch_template_user_data import EngineLaunch, render
+    from runners.providers.ec2.user_data import EngineLaunch, render
 
     print(render(EngineLaunch(exp, itype, args.cache_bucket)), end="")
     return 0

@@ -237,7 +237,7 @@ def test_runner_asset_holds_the_runners_package_only(assembly):
         root = Path(assembly.directory) / folder
         top = sorted(p.name for p in root.iterdir())
         assert top == ["runners"], top
-        assert (root / "runners" / "lambda_handler.py").exists()
+        assert (root / "runners" / "workflow" / "lambda_handler.py").exists()
         assert not list(root.rglob("__pycache__"))
 
 

@@ -155,6 +155,6 @@ def test_the_runners_digest_is_the_same_from_the_lambda_asset(tmp_path):
     copy = shutil.copytree(source, tmp_path / "runners",
                            ignore=shutil.ignore_patterns("__pycache__"))
     assert runners_digest(copy) == runners_digest(source)
-    stats = copy / "stats.py"
+    stats = copy / "measure" / "stats.py"
     stats.write_bytes(stats.read_bytes() + b"\n")
     assert runners_digest(copy) != runners_digest(source)

@@ -1,6 +1,7 @@
 """User data for an engine instance: the template beside this file, rendered in pure Python.
 
-No CDK import here, so the rendering (device policy, engine flags, cache locations) is unit
+No CDK import here: the launch template construct and `python -m runners user-data` render
+the same script, and the rendering (device policy, engine flags, cache locations) is unit
 tested directly. Every value is shell-quoted; a placeholder without a value, or a value
 without a placeholder, is an error rather than a silently broken boot script.
 """
@@ -15,7 +16,7 @@ from pathlib import Path
 from runners import hardware
 from runners.experiment import Experiment
 
-TEMPLATE = Path(__file__).with_name("launch_template_user_data.sh")
+TEMPLATE = Path(__file__).with_name("user_data.sh")
 _PLACEHOLDER = re.compile(r"\{\{ (\w+) \}\}")
 # A SecureString the account may keep for gated models (Gemma needs the licence accepted).
 HF_TOKEN_PARAMETER = "/benchstack/hf-token"

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from benchstack_constructs.launch_template_user_data import (
+from runners.providers.ec2.user_data import (
     EcrImage, EngineLaunch, ecr_image, engine_args, render, render_template)
 from runners import experiment
 
