@@ -28,7 +28,7 @@ from benchmarks.loopback_server import Truth
 from runners.backends.openai_http import OpenAIHTTPClient
 from runners.measure import phases as measure
 from runners.measure import stats
-from runners.run_context import Recorder
+from runners.measure.recorder import Recorder
 
 CONCURRENCY = (1, 2, 4, 8, 16, 32, 64)
 LOAD_TOKENS = 64
