@@ -83,3 +83,15 @@ def test_other_float_sources(dtype):
     raw = values.astype(dtypes.STORED[dtype])
     grid, error = fit_int4(dtypes.to_f32(raw, dtype))
     assert error.max() <= OFF_GRID_TOLERANCE
+
+
+def test_plus_seven_grid_is_recovered_where_q4_0_does_not_fit():
+    """Groups quantized with the extreme at q = +7 (no -8 present) are on a grid too."""
+    rng = np.random.default_rng(4)
+    q = rng.integers(-7, 8, size=(4, 2, 32)).astype(np.float32)
+    q[:, :, 0] = 7
+    values = (q * np.float32(2.0 ** -6)).reshape(4, 64)
+    grid, error = fit_int4(values)
+    assert error.max() == 0.0
+    assert np.array_equal(grid.q, q.reshape(4, 64).astype(np.int8))
+    assert (grid.scale_f16 == np.float16(2.0 ** -6)).all()
