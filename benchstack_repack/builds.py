@@ -16,7 +16,9 @@ the name lm_head.
 
 A Linear is a 2-D float `*.weight` that is not an embedding table. It is packed when its
 input dimension is a multiple of 32; otherwise, or when a --keep-16bit pattern names it,
-it stays 16-bit and goes on the ignore list (quant_config.py).
+it stays 16-bit and goes on the ignore list (quant_config.py). A weight of more than two
+dimensions outside the towers (a mixture-of-experts stack, as in 26B A4B) stops the plan:
+packing those is not implemented.
 """
 
 from __future__ import annotations
@@ -86,6 +88,10 @@ def plan(build: str, tensors: dict[str, tuple[str, tuple[int, ...]]], *,
             steps.append(Step("drop", name, name, "vision/audio tower"))
         elif kind == LM_HEAD and lm_head_duplicate and build != "emb4":
             steps.append(Step("drop", name, name, "duplicate of embed_tokens (tied)"))
+        elif len(shape) > 2 and dtype in FLOAT_DTYPES and name.endswith(".weight"):
+            raise ValueError(f"{name}: a {len(shape)}-D weight (mixture-of-experts experts?) "
+                             "is not handled by this tool; it would be left at 16-bit where "
+                             "the engine expects it packed")
         elif any(p.search(name) for p in keep):
             steps.append(Step("copy", name, name, "--keep-16bit"))
         elif name.endswith(".weight") and kind in pack_tables and _packable(shape) \

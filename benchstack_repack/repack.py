@@ -159,7 +159,11 @@ def repack(source: Source, destination: Path, build: str, *,
     shapes = {n: (info.dtype, info.shape) for n, (_, _, info) in located.items()}
     head = tied_head.check(source, located, config)
     log(head.line())
-    steps = builds.plan(build, shapes, lm_head_duplicate=head.duplicate, keep_16bit=keep_16bit)
+    try:
+        steps = builds.plan(build, shapes, lm_head_duplicate=head.duplicate,
+                            keep_16bit=keep_16bit)
+    except ValueError as exc:
+        raise RepackRefused(str(exc)) from None
     outputs = {id(s): _outputs(s, located[s.source][2]) for s in steps}
     shards = layout.plan_shards([t for s in steps for t in outputs[id(s)]], max_shard_bytes)
     names = layout.shard_names(len(shards))

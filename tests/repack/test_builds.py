@@ -192,3 +192,17 @@ def test_report_line_matches_the_article_form(tmp_path):
     line = next(l for l in lines if l.startswith(ck.PLE))
     assert " GiB bf16 -> " in line and " GiB int4 + f16 scales; 0 off-grid groups; " in line
     assert "% of values bit-identical, worst error " in line and line.endswith("of the group max")
+
+
+def test_a_3d_expert_stack_is_refused_not_left_16bit(tmp_path):
+    src = tmp_path / "src"
+    tensors = ck.gemma_like(src, shards=1)
+    experts = "model.language_model.layers.0.experts.gate_up_proj.weight"
+    tensors[experts] = ck.qat_bits(np.random.default_rng(5), 4 * 8, 64).reshape(4, 8, 64)
+    ck.write_safetensors_bf16(src / "model-00001-of-00001.safetensors", tensors, set(tensors))
+    index = json.loads((src / "model.safetensors.index.json").read_text())
+    index["weight_map"][experts] = "model-00001-of-00001.safetensors"
+    (src / "model.safetensors.index.json").write_text(json.dumps(index))
+    with pytest.raises(RepackRefused, match="3-D weight .* not handled"):
+        repack(LocalSource(src), tmp_path / "dst", "emb4", log=lambda line: None)
+    assert not (tmp_path / "dst").exists()
