@@ -73,8 +73,8 @@ def plan(build: str, tensors: dict[str, tuple[str, tuple[int, ...]]], *,
          lm_head_duplicate: bool, keep_16bit: list[str] = ()) -> list[Step]:
     """The steps for `build` over `tensors` (name -> (dtype, shape)), in source order.
 
-    lm_head_duplicate: the source's lm_head.weight is a copy of embed_tokens
-    (tied_head.py).
+    lm_head_duplicate: the source's lm_head.weight is a copy of embed_tokens and the
+    config ties them (tied_head.py), so the copy can go.
     """
     if build not in BUILDS:
         raise ValueError(f"build {build!r}: choose one of {', '.join(BUILDS)}")

@@ -160,7 +160,7 @@ def repack(source: Source, destination: Path, build: str, *,
     head = tied_head.check(source, located, config)
     log(head.line())
     try:
-        steps = builds.plan(build, shapes, lm_head_duplicate=head.duplicate,
+        steps = builds.plan(build, shapes, lm_head_duplicate=head.droppable,
                             keep_16bit=keep_16bit)
     except ValueError as exc:
         raise RepackRefused(str(exc)) from None

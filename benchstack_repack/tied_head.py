@@ -5,7 +5,7 @@ lm_head.weight (262,144 x 1,536 and x 2,560 bf16: 0.75 and 1.25 GiB) that vLLM l
 check needs no download: the two headers give dtype and shape, then a few rows of each
 table are read by byte range (Range requests on the Hub) and compared. Rows are spread
 over the table, first and last included; a duplicate is equal dtype and shape and every
-sampled row identical.
+sampled row identical. A duplicate is dropped only where the config ties the head.
 """
 
 from __future__ import annotations
@@ -35,6 +35,12 @@ class TiedHead:
     rows_identical: int = 0
     duplicate: bool = False
 
+    @property
+    def droppable(self) -> bool:
+        """A duplicate in a config that ties the head (unset ties, as in transformers'
+        PretrainedConfig): the engine rebuilds lm_head from embed_tokens."""
+        return self.duplicate and self.tie_word_embeddings is not False
+
     def line(self) -> str:
         if self.lm_head is None:
             return "lm_head: no separate tensor (tied to embed_tokens)"
@@ -42,6 +48,7 @@ class TiedHead:
             return (f"{self.lm_head}: not compared with embed_tokens (dtype or shape "
                     "differ, or no embed_tokens)")
         verdict = ("a duplicate of embed_tokens, dropped unless the build packs it"
+                   if self.droppable else "a duplicate, but tie_word_embeddings is false; kept"
                    if self.duplicate else "differs from embed_tokens; kept")
         return (f"{self.lm_head}: {' x '.join(f'{d:,}' for d in self.shape)} "
                 f"{self.dtype.lower()}, {self.lm_head_bytes:,} bytes; rows byte-identical to "

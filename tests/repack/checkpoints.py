@@ -70,12 +70,14 @@ def write_safetensors_bf16(path: Path, tensors: dict[str, np.ndarray], bf16: set
 
 
 def gemma_like(folder: Path, *, seed: int = 0, head: str = "duplicate",
-               off_grid: tuple[str, ...] = (), shards: int = 2) -> dict[str, np.ndarray]:
+               off_grid: tuple[str, ...] = (), shards: int = 2,
+               tie: bool | None = None) -> dict[str, np.ndarray]:
     """A checkpoint folder with towers, 16-bit norms, QAT Linears and tables.
 
     head: "duplicate" (lm_head.weight a byte copy of embed_tokens, tie true, as Google's
     E2B ships), "tied" (no lm_head tensor), or "untied" (a different lm_head, tie false).
     off_grid: names whose values are random instead of on the QAT grid.
+    tie: tie_word_embeddings, when not the one `head` implies.
     Returns the tensors as written (bf16 as uint16 bits).
     """
     rng = np.random.default_rng(seed)
@@ -100,7 +102,7 @@ def gemma_like(folder: Path, *, seed: int = 0, head: str = "duplicate",
         weight_map.update(dict.fromkeys(part, filename))
     (folder / "model.safetensors.index.json").write_text(
         json.dumps({"metadata": {}, "weight_map": weight_map}))
-    tie = head != "untied"
+    tie = head != "untied" if tie is None else tie
     (folder / "config.json").write_text(json.dumps({
         "architectures": ["Gemma4ForConditionalGeneration"], "model_type": "gemma4",
         "tie_word_embeddings": tie,

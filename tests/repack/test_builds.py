@@ -47,7 +47,7 @@ def preflight_problems(folder: Path) -> list[str]:
 
 def build(tmp_path: Path, name: str, **kwargs) -> tuple[dict, dict, dict, Path]:
     src = tmp_path / "src"
-    source = ck.gemma_like(src, **{k: kwargs.pop(k) for k in ("head", "off_grid", "seed")
+    source = ck.gemma_like(src, **{k: kwargs.pop(k) for k in ("head", "off_grid", "seed", "tie")
                                    if k in kwargs})
     dst = tmp_path / name
     report = repack(LocalSource(src), dst, name, log=lambda line: None, **kwargs)
@@ -128,6 +128,12 @@ def test_emb4_writes_lm_head_untied_and_packed(tmp_path, head):
 def test_untied_head_kept_by_text_only(tmp_path):
     source, out, report, _ = build(tmp_path, "text-only", head="untied")
     assert report["tied_head"]["duplicate"] is False
+    assert out[ck.LM_HEAD].tobytes() == source[ck.LM_HEAD].tobytes()
+
+
+def test_duplicate_head_kept_when_the_config_does_not_tie(tmp_path):
+    source, out, report, _ = build(tmp_path, "text-only", tie=False)
+    assert report["tied_head"]["duplicate"] is True
     assert out[ck.LM_HEAD].tobytes() == source[ck.LM_HEAD].tobytes()
 
 
