@@ -10,18 +10,11 @@ from __future__ import annotations
 
 import numpy as np
 
-# safetensors dtype name -> numpy dtype of the stored bytes (little-endian, as the
-# format requires). BF16 is stored bits, never a number numpy can compute with.
-STORED = {
-    "BF16": np.dtype("<u2"),
-    "F16": np.dtype("<f2"),
-    "F32": np.dtype("<f4"),
-    "I32": np.dtype("<i4"),
-    "I64": np.dtype("<i8"),
-    "I8": np.dtype("i1"),
-    "U8": np.dtype("u1"),
-}
-FLOAT_DTYPES = frozenset({"BF16", "F16", "F32"})
+# The float dtypes a weight is packed from -> numpy dtype of their stored bytes
+# (little-endian, as the format requires). BF16 is stored bits, never a number numpy can
+# compute with.
+STORED = {"BF16": np.dtype("<u2"), "F16": np.dtype("<f2"), "F32": np.dtype("<f4")}
+FLOAT_DTYPES = frozenset(STORED)
 ITEM_BYTES = {"F64": 8, "F32": 4, "F16": 2, "BF16": 2, "I64": 8, "I32": 4, "I16": 2,
               "I8": 1, "U8": 1, "BOOL": 1, "F8_E4M3": 1, "F8_E5M2": 1, "U16": 2, "U32": 4,
               "U64": 8}

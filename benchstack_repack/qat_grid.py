@@ -12,8 +12,9 @@ which holds for either sign.
 
 Per group two grids are tried: the q4_0 one (extreme at q = -8, scale = -extreme / 8) and,
 where that one does not fit, one with the extreme at q = +7 (scale = extreme / 7, for
-checkpoints quantized that way); the one with the smaller worst error wins. The scale is rounded to float16 (what is stored)
-before q is computed, so every figure below describes the bytes written.
+checkpoints quantized that way); the one with the smaller worst error wins. The scale is
+rounded to float16 (what is stored) before q is computed, so every figure below describes
+the bytes written.
 
 Off the grid: a group whose worst |q x scale - x| exceeds OFF_GRID_TOLERANCE of its largest
 magnitude. On a true grid the only errors are bf16 rounding of each value and of the
@@ -85,8 +86,7 @@ def fit_int4(values: np.ndarray) -> tuple[Int4Groups, np.ndarray]:
 
 
 def dequantize_f32(packed: Int4Groups) -> np.ndarray:
-    """q x scale in float32, the value vLLM computes with (before its own rounding)."""
-    rows, cols = packed.q.shape
+    """q x scale in float32: exact, a float16 times an integer of at most 4 bits."""
     scale = np.repeat(packed.scale_f16.astype(np.float32), GROUP_SIZE, axis=1)
     return packed.q.astype(np.float32) * scale
 
