@@ -3,7 +3,6 @@ preflight's ignore-list check."""
 
 from __future__ import annotations
 
-import importlib
 import json
 import struct
 from pathlib import Path
@@ -14,13 +13,8 @@ import pytest
 from benchstack_repack.qat_grid import OFF_GRID_TOLERANCE
 from benchstack_repack.repack import RepackRefused, repack
 from benchstack_repack.sources import LocalSource
+from runners.checks import preflight
 from tests.repack import checkpoints as ck
-
-# The preflight is moving from runners/preflight.py to runners/checks/preflight.py.
-try:
-    preflight = importlib.import_module("runners.checks.preflight")
-except ModuleNotFoundError:
-    preflight = importlib.import_module("runners.preflight")
 
 PACKED = ("weight_packed", "weight_scale", "weight_shape")
 
