@@ -3,6 +3,11 @@
 
 The engine is a child process in its own session (Ctrl-C reaches the driver, which tears
 it down) that also dies with its parent (PR_SET_PDEATHSIG), so it is never left running.
+
+Before it starts, the host's memory bandwidth is measured once (local_host) for the local
+roofline. The placement states the engine settings (version, chat format, threads, one
+request at a time); once ready it also carries what llama.cpp printed at startup (the
+model's trained context, the server's window and KV cache), read from the engine's log.
 """
 
 from __future__ import annotations
