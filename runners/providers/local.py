@@ -33,7 +33,6 @@ from runners.providers.base import Provider, ProvisionError
 HOST = "127.0.0.1"
 ENGINE_MODULE = "llama_cpp.server"
 GIB = 1024**3
-MIB = 1024**2
 # A forced-length reply: the server's min_tokens bans the model's eos token. Gemma also ends
 # a turn with <end_of_turn> (106), which is not its eos (1), and llama.cpp's OpenAI server
 # has no ignore_eos, so the gemma format bans both by id. ChatML models end a turn with
@@ -72,7 +71,8 @@ def model_file(package: str) -> Path:
         dist = importlib.metadata.distribution(package)
     except importlib.metadata.PackageNotFoundError:
         raise ProvisionError(ProvisionError.FATAL, f"model package {package!r} is not "
-                             "installed: ./dev main installs it (requirements-local*.txt)") from None
+                             "installed: ./dev main installs it (requirements-local*.txt)"
+                             ) from None
     ggufs = sorted(Path(dist.locate_file(f)) for f in dist.files or () if f.suffix == ".gguf")
     if ggufs:
         return ggufs[0]
