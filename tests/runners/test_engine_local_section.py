@@ -48,6 +48,7 @@ def test_section_says_what_the_engine_is():
     assert "49.7 tokens/s at concurrency 1 to 50.4 at 4 (1.01x)" in text
     assert "trained for 8192 tokens (n_ctx_train)" in text and "2048-token window" in text
     assert "45 MiB" in text and "never sees the tool's count" in text
+    assert "prefix-match hit" in text
     ceiling = 13.9e9 / 98362432
     assert f"{ceiling:.0f} tokens/s ceiling" in text and f"{50.4 / ceiling:.0%} of it" in text
 
