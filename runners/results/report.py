@@ -9,19 +9,86 @@ from __future__ import annotations
 
 import io
 import json
-from typing import Any
+import statistics
+from typing import Any, Callable
 
+from runners.results import intervals
 from runners.results.store import KeyExists, ResultsStore, latest_attempt_key
 from runners.run_context import utc_now
 
 SCHEMA = "benchstack.summary/1"
 MEASURING = ("warmup", "decode", "stream", "load", "quality", "toolcall")
 PHASE_FILES = ("provision", "await_ready", *MEASURING, "teardown")
-DIST_KEYS = ("p50", "p90", "p99", "mean")
+DIST_KEYS = ("p50", "p90", "p99", "mean", "n")
+SERVER, ESTIMATE = "server usage", "estimate"
 
 
 def _dist(d: dict[str, Any] | None) -> dict[str, float] | None:
-    return None if not d else {k: d[k] for k in DIST_KEYS}
+    return None if not d else {k: d[k] for k in DIST_KEYS if k in d}
+
+
+def _interval(pair: tuple[float, float] | None, digits: int = 6) -> list[float] | None:
+    return None if pair is None else [round(pair[0], digits), round(pair[1], digits)]
+
+
+def decode_interval_95(decode: dict[str, Any]) -> list[float] | None:
+    """Bootstrap interval of the decode rate: the short and the long replies resampled
+    apart, the rate refitted from their medians each time (runners/measure/stats.py)."""
+    short, long = decode.get("short_tokens"), decode.get("long_tokens")
+    ok = [smp for smp in decode.get("samples") or [] if smp.get("status") == "ok"]
+    times = [[smp["seconds"] for smp in ok if smp["tokens_requested"] == n] for n in (short, long)]
+
+    def rate(short_s: list[float], long_s: list[float]) -> float | None:
+        gap = statistics.median(long_s) - statistics.median(short_s)
+        return (long - short) / gap if gap > 0 else None
+
+    return _interval(intervals.bootstrap_95(times, rate) if short and long else None)
+
+
+def _quality(quality: dict[str, Any]) -> dict[str, Any] | None:
+    """Scores with their Wilson interval, and each answer (compare sets two runs side by side)."""
+    if not quality or quality.get("skipped") or "correct" not in quality:
+        return None
+    return {"correct": quality["correct"], "correct_raw": quality.get("correct_raw"),
+            "total": quality["total"],
+            "interval_95": _interval(intervals.wilson_95(quality["correct"], quality["total"]),
+                                     4),
+            "answers": [{"answer": a.get("answer") or "", "correct": bool(a.get("correct")),
+                         "correct_raw": a.get("correct_raw")}
+                        for a in quality.get("answers") or []]}
+
+
+def _source(missing: int, measured: bool) -> str | None:
+    """Where a phase's token counts came from: the server's usage block, or one token
+    per streamed chunk when any reply came without usage."""
+    return None if not measured else ESTIMATE if missing else SERVER
+
+
+def token_sources(decode: dict[str, Any], stream: dict[str, Any],
+                  levels: list[dict[str, Any]]) -> dict[str, str | None]:
+    ok = [smp for smp in decode.get("samples") or [] if smp.get("status") == "ok"]
+    return {"decode": _source(sum(smp.get("usage_source") == "missing" for smp in ok), bool(ok)),
+            "stream": _source(stream.get("usage_missing", 0), bool(stream.get("ok"))),
+            "load": _source(sum(lvl.get("usage_missing", 0) for lvl in levels),
+                            any(lvl.get("ok") for lvl in levels))}
+
+
+def phase_outcome(name: str, data: dict[str, Any] | None) -> dict[str, str | None]:
+    """{"state": done | failed | skipped | not run, "detail": the first line of why}."""
+    if data is None:
+        return {"state": "not run", "detail": None}
+    error = data.get("error")
+    if isinstance(error, dict):
+        error = f"{error.get('kind')}: {error.get('message')}"
+    if not error and name == "await_ready" and data.get("state") not in (None, "ready"):
+        error = f"{data.get('state')}: {data.get('message')}"
+    if not error and name == "teardown" and data.get("state") not in (None, "deleted"):
+        error = str(data.get("state"))
+    if error:
+        return {"state": "failed", "detail": str(error).splitlines()[0][:160]}
+    if data.get("skipped"):
+        return {"state": "skipped", "detail": str(data.get("reason"))}
+    return {"state": "done", "detail": data.get("note")}
 
 
 def build_summary(files: dict[str, Any]) -> dict[str, Any]:
@@ -50,15 +117,20 @@ def build_summary(files: dict[str, Any]) -> dict[str, Any]:
             "teardown_finished_at": (files.get("teardown") or {}).get("finished_at"),
             "finished_at": utc_now(),
         },
-        "decode": {k: decode.get(k) for k in ("tokens_per_s", "intercept_s", "short_tokens",
-                                               "long_tokens", "repeats", "tokens_verified")},
+        "decode": {**{k: decode.get(k) for k in ("tokens_per_s", "intercept_s", "short_tokens",
+                                                  "long_tokens", "repeats", "tokens_verified")},
+                   "interval_95": decode_interval_95(decode)},
         "stream": {k: _dist(stream.get(k)) for k in ("ttft_s", "itl_s", "tpot_s", "e2el_s")},
+        "stream_tokens": stream.get("tokens"),
         "load": [{"concurrency": lvl["concurrency"], "tokens_per_s": lvl["tokens_per_s"],
-                  "requests": lvl["requests"], "errors": lvl["errors"],
-                  "throttles": lvl["throttles"], "latency_s": _dist(lvl["latency_s"])}
+                  "requests": lvl["requests"], "ok": lvl.get("ok"), "errors": lvl["errors"],
+                  "throttles": lvl["throttles"], "output_tokens": lvl.get("output_tokens"),
+                  "max_tokens": (files.get("load") or {}).get("tokens"),
+                  "latency_s": _dist(lvl["latency_s"]), "ttft_s": _dist(lvl.get("ttft_s")),
+                  "scheduling_lag_s": _dist(lvl.get("scheduling_lag_s"))}
                  for lvl in load],
-        "quality": None if not quality or quality.get("skipped") or "correct" not in quality
-        else {"correct": quality["correct"], "total": quality["total"]},
+        "token_source": token_sources(decode, stream, load),
+        "quality": _quality(quality),
         "toolcall": {"supported": toolcall.get("supported"), "runs": toolcall.get("runs", 0),
                      "correct": toolcall.get("correct", 0),
                      "filter_ok": toolcall.get("filter_ok", 0)},
@@ -67,6 +139,7 @@ def build_summary(files: dict[str, Any]) -> dict[str, Any]:
         "memory": {k: (placement.get("memory") or {}).get(k)
                    for k in ("weights_gib", "kv_cache_tokens")},
         "cost": files.get("cost") or {},
+        "phases": {name: phase_outcome(name, files.get(name)) for name in PHASE_FILES},
     }
 
 
@@ -81,66 +154,193 @@ def _ms(value: Any) -> str:
     return "-" if value is None else f"{value * 1000:.1f}"
 
 
-def markdown(summary: dict[str, Any], files: dict[str, Any], charts_note: str,
-             charts: list[str]) -> str:
-    s, d = summary, summary["decode"]
+def _n(dist: dict[str, Any] | None) -> str:
+    return "-" if not dist or dist.get("n") is None else str(dist["n"])
+
+
+def _pcts(dist: dict[str, Any] | None, scale, keys=("p50", "p90", "p99")) -> str:
+    return "-" if not dist else " / ".join(scale(dist[k]) for k in keys)
+
+
+def _range(pair: list[float] | None, fmt: str = "{:.1f}") -> str:
+    return "" if not pair else f" (95% {fmt.format(pair[0])}–{fmt.format(pair[1])})"
+
+
+def quality_text(quality: dict[str, Any] | None) -> str:
+    """"12 / 40 (95% 17%–46%); seeds' regex 13 / 40", or "skipped"."""
+    if not quality:
+        return "skipped"
+    text = f"{quality['correct']} / {quality['total']}" + _range(quality.get("interval_95"),
+                                                                 "{:.0%}")
+    if quality.get("correct_raw") is not None:
+        text += f"; seeds' regex (echo counted) {quality['correct_raw']} / {quality['total']}"
+    return text
+
+
+def header_section(s: dict[str, Any], files: dict[str, Any]) -> list[str]:
     lines = [f"# {s['experiment']} — run {s['run_id']}", "",
              f"Backend **{s['backend']}**, model `{s['model']['id']}` "
              f"({s['model']['build']}, {s['model']['precision']}); placement "
              f"{s['placement']['region'] or '-'} / {s['placement']['az'] or '-'} / "
-             f"{s['placement']['instance_type'] or '-'}.", "",
-             "## Summary", "", "| metric | value |", "|---|---|",
-             f"| decode rate (tokens/s) | {_num(d['tokens_per_s'])} |",
-             f"| per-call fixed cost (intercept, ms) | {_ms(d['intercept_s'])} |",
-             f"| reply lengths verified ({d['short_tokens']}/{d['long_tokens']} tokens, "
-             f"{d['repeats']} each) | {d['tokens_verified']} |"]
+             f"{s['placement']['instance_type'] or '-'}.", ""]
+    if s.get("partial"):
+        lines += ["**Partial report**: written while the run was still going (no teardown yet);"
+                  " the run's own report replaces it as summary.json and report.md.", ""]
+    return lines
+
+
+def summary_section(s: dict[str, Any], files: dict[str, Any]) -> list[str]:
+    d, sources = s["decode"], s.get("token_source") or {}
+    lines = ["## Summary", "", "| metric | value | n |", "|---|---|---|",
+             f"| decode rate (tokens/s) | {_num(d['tokens_per_s'])}{_range(d.get('interval_95'))}"
+             f" | {d['repeats'] or '-'} per length |",
+             f"| per-call fixed cost (intercept, ms) | {_ms(d['intercept_s'])} | |",
+             f"| decode reply lengths verified by server usage ({d['short_tokens']}/"
+             f"{d['long_tokens']} tokens) | {d['tokens_verified']} | |"]
     for name, label in (("ttft_s", "TTFT"), ("tpot_s", "TPOT"), ("itl_s", "ITL"),
                         ("e2el_s", "end-to-end")):
         dist = s["stream"][name]
-        lines.append(f"| {label} p50 / p90 / p99 (ms) | " + (" / ".join(
-            _ms(dist[k]) for k in ("p50", "p90", "p99")) if dist else "-") + " |")
-    quality = s["quality"]
-    quality_text = f"{quality['correct']} / {quality['total']}" if quality else "skipped"
-    lines.append(f"| quality (exact answers) | {quality_text} |")
+        lines.append(f"| {label} p50 / p90 / p99 (ms, streamed) | {_pcts(dist, _ms)} | "
+                     f"{_n(dist)} |")
     tc = s["toolcall"]
     tc_text = ("not supported" if tc["supported"] is False else "skipped"
                if tc["supported"] is None else
                f"{tc['correct']} / {tc['runs']} correct, {tc['filter_ok']} right filter")
-    lines += [f"| tool call (count_ids) | {tc_text} |",
-              f"| degenerate responses | {s['degenerate_responses']} |",
-              f"| weights (GiB) | {_num(s['memory']['weights_gib'], '{:.3f}')} |", ""]
-    if s["load"]:
-        lines += ["## Throughput vs concurrency", "",
-                  "| concurrency | tokens/s | requests | errors | throttles | latency p50 / p90 "
-                  "/ p99 (s) |", "|---|---|---|---|---|---|"]
-        for lvl in s["load"]:
-            lat = lvl["latency_s"]
-            lines.append(f"| {lvl['concurrency']} | {_num(lvl['tokens_per_s'])} | "
-                         f"{lvl['requests']} | {lvl['errors']} | {lvl['throttles']} | " +
-                         (" / ".join(f"{lat[k]:.3f}" for k in ("p50", "p90", "p99"))
-                          if lat else "-") + " |")
-        lines.append("")
-    lines += _cost_lines(s["cost"])
-    lines += ["## Phases", "", "| phase | outcome |", "|---|---|"]
-    for name in PHASE_FILES:
-        data = files.get(name)
-        error = (data or {}).get("error")
-        if isinstance(error, dict):
-            error = f"{error.get('kind')}: {error.get('message')}"
-        outcome = "not run" if data is None else error or (
-            "skipped: " + str(data.get("reason")) if data.get("skipped") else
-            data.get("note") or data.get("state") or "done")
-        lines.append(f"| {name} | {str(outcome).splitlines()[0][:160]} |")
+    quality = s["quality"]
+    lines += [f"| quality (exact answers, echo removed) | {quality_text(quality)} | "
+              f"{quality['total'] if quality else '-'} |",
+              f"| tool call (count_ids) | {tc_text} | {tc['runs'] or '-'} |",
+              f"| degenerate responses | {s['degenerate_responses']} | |",
+              f"| weights (GiB) | {_num(s['memory']['weights_gib'], '{:.3f}')} | |", "",
+              "Token counts: " + ", ".join(f"{phase} {sources.get(phase) or 'not measured'}"
+                                           for phase in ("decode", "stream", "load")) +
+              f" ({ESTIMATE}: the server sent no usage, so one token is counted per streamed "
+              "chunk; a decode rate from estimates assumes the forced lengths held).", ""]
+    return lines
+
+
+def _load_rate(s: dict[str, Any], concurrency: int) -> float | None:
+    return next((lvl["tokens_per_s"] for lvl in s["load"]
+                 if lvl["concurrency"] == concurrency and lvl["tokens_per_s"]), None)
+
+
+def speeds_section(s: dict[str, Any], files: dict[str, Any]) -> list[str]:
+    """The single-request speeds side by side: what each measures, which cost line uses
+    which, and why they differ (the intercept)."""
+    d, tpot = s["decode"], s["stream"].get("tpot_s")
+    rate, icpt, c1 = d["tokens_per_s"], d["intercept_s"], _load_rate(s, 1)
+    if not (rate or tpot or c1):
+        return []
+    per_million = (s.get("cost") or {}).get("usd_per_million_output_tokens") or {}
+    basis, top = per_million.get("one_request_basis"), per_million.get("highest_concurrency_level")
+    uses = {"decode": "$ / 1M output tokens, one request" if basis == "decode" else "-",
+            "load1": "$ / 1M output tokens, one request" if basis == "load at concurrency 1"
+            else "-"}
+    load_tokens = next((lvl.get("max_tokens") for lvl in s["load"] if lvl.get("max_tokens")), None)
+    lines = ["## Speeds: which figure is which", "",
+             "| figure | tokens/s | what it times | used by |", "|---|---|---|---|",
+             f"| decode rate | {_num(rate)}{_range(d.get('interval_95'))} | "
+             f"({d['long_tokens']} − {d['short_tokens']}) tokens over the difference of the median"
+             f" times of non-streamed replies: every per-call cost cancels | {uses['decode']} |",
+             f"| 1 / TPOT p50 | {_num(1 / tpot['p50'] if tpot and tpot['p50'] else None)} | "
+             f"streamed replies ({s.get('stream_tokens') or '-'} tokens, n={_n(tpot)}): first "
+             f"to last token over tokens − 1; no prefill, but each chunk's delivery | - |",
+             f"| load, concurrency 1 | {_num(c1)} | output tokens over each batch's wall time, "
+             f"from the intended send to the last token: includes TTFT and request overhead "
+             f"| {uses['load1']} |"]
+    if top and top != 1:
+        lines.append(f"| load, concurrency {top} | {_num(_load_rate(s, top))} | the same, "
+                     f"{top} requests at once | $ / 1M output tokens, concurrency {top} |")
     lines.append("")
-    quality_file = files.get("quality") or {}
-    if quality_file.get("answers"):
-        lines += ["## Quality answers", "", "| # | question | answer | correct |",
-                  "|---|---|---|---|"]
-        for i, a in enumerate(quality_file["answers"]):
-            answer = " ".join(a["answer"].split())[:60].replace("|", "\\|")
-            lines.append(f"| {i + 1} | {a['prompt']} | {answer or a['status']} | "
-                         f"{'yes' if a['correct'] else 'no'} |")
-        lines.append("")
+    if rate and icpt is not None:
+        ttft = (s["stream"].get("ttft_s") or {}).get("p50")
+        text = (f"The decode rate leaves out the intercept, {icpt * 1000:.0f} ms: what a "
+                "zero-token reply would take, i.e. prefill of the prompt plus request overhead "
+                "(connection, request parsing and scheduling, returning the body).")
+        if ttft is not None:
+            text += (f" Streamed TTFT p50 is {ttft * 1000:.0f} ms: prefill and the first token "
+                     "only, so intercept − TTFT "
+                     f"({(icpt - ttft) * 1000:.0f} ms) is overhead that a stream does not show "
+                     "before its first token (and, on CPU, the slowdown of later tokens).")
+        if load_tokens and c1:
+            predicted = load_tokens / (icpt + load_tokens / rate)
+            text += (f" A {load_tokens}-token reply at {rate:.1f} tokens/s plus the intercept "
+                     f"predicts {predicted:.1f} tokens/s at concurrency 1; measured {c1:.1f}.")
+        lines += [text, ""]
+    return lines
+
+
+def load_section(s: dict[str, Any], files: dict[str, Any]) -> list[str]:
+    if not s["load"]:
+        return []
+    base_ttft = next(((lvl.get("ttft_s") or {}).get("p50") for lvl in s["load"]
+                      if lvl["concurrency"] == 1), None)
+    lines = ["## Throughput vs concurrency", "",
+             "| concurrency | tokens/s | requests (ok) | errors | throttles | TTFT p50 / p99 (ms)"
+             " | queueing: TTFT p50 − c=1 (ms) | client send lag p99 (ms) | latency p50 / p99 (s)"
+             " | n |", "|---|---|---|---|---|---|---|---|---|---|"]
+    for lvl in s["load"]:
+        ttft, lag = lvl.get("ttft_s"), lvl.get("scheduling_lag_s")
+        queue = (_ms(ttft["p50"] - base_ttft) if ttft and base_ttft is not None else "-")
+        lines.append(
+            f"| {lvl['concurrency']} | {_num(lvl['tokens_per_s'])} | {lvl['requests']} "
+            f"({'-' if lvl.get('ok') is None else lvl['ok']}) | {lvl['errors']} | "
+            f"{lvl['throttles']} | {_pcts(ttft, _ms, ('p50', 'p99'))} | {queue} | "
+            f"{_ms(lag and lag['p99'])} | "
+            f"{_pcts(lvl['latency_s'], '{:.3f}'.format, ('p50', 'p99'))} | "
+            f"{_n(lvl['latency_s'])} |")
+    lines += ["", "Queueing is how much later the first token comes than at one request: time "
+              "spent waiting for a batch slot and sharing prefill. Send lag is the client's "
+              "own delay past the intended send time (a slow client shows up here).", ""]
+    return lines
+
+
+def cost_section(s: dict[str, Any], files: dict[str, Any]) -> list[str]:
+    return _cost_lines(s["cost"])
+
+
+def phases_section(s: dict[str, Any], files: dict[str, Any]) -> list[str]:
+    lines = ["## Phases", "", "| phase | outcome |", "|---|---|"]
+    for name, outcome in s["phases"].items():
+        detail = outcome["detail"]
+        text = {"done": detail or "done", "not run": "not run"}.get(
+            outcome["state"], f"{outcome['state']}: {detail}")
+        lines.append(f"| {name} | {text} |")
+    return lines + [""]
+
+
+def quality_section(s: dict[str, Any], files: dict[str, Any]) -> list[str]:
+    answers = (files.get("quality") or {}).get("answers")
+    if not answers:
+        return []
+    lines = ["## Quality answers", "", f"Score: {quality_text(s['quality'])}. *correct* is "
+             "scored after every echo of the question is cut from the reply; *raw* is the "
+             "seeds' regex on the whole reply. Forty questions cannot resolve a one- or "
+             "two-question difference.", "",
+             "| # | question | answer | correct | raw |", "|---|---|---|---|---|"]
+    for i, a in enumerate(answers):
+        answer = " ".join(a["answer"].split())[:60].replace("|", "\\|")
+        raw = a.get("correct_raw")
+        lines.append(f"| {i + 1} | {a['prompt']} | {answer or a['status']} | "
+                     f"{'yes' if a['correct'] else 'no'} | "
+                     f"{'-' if raw is None else 'yes' if raw else 'no'} |")
+    return lines + [""]
+
+
+# The report, in order. A section is `(summary, files) -> Markdown lines` ([] to leave
+# itself out); another room adds its own with one line here. report.html renders
+# whatever these produce, so a new section needs nothing else.
+SECTIONS: list[Callable[[dict[str, Any], dict[str, Any]], list[str]]] = [
+    header_section, summary_section, speeds_section, load_section, cost_section,
+    phases_section, quality_section,
+]
+
+
+def markdown(summary: dict[str, Any], files: dict[str, Any], charts_note: str,
+             charts: list[str]) -> str:
+    lines: list[str] = []
+    for section in SECTIONS:
+        lines += section(summary, files)
     lines += ["## Charts", "", charts_note, ""]
     lines += [f"![{c}](charts/{c})" for c in charts]
     return "\n".join(lines).rstrip() + "\n"
