@@ -207,9 +207,14 @@ def _run_store(run_dir: str) -> LocalStore:
 
 
 def _cmd_report(args: argparse.Namespace) -> int:
-    out = report.write_report(_run_store(args.run_dir), "")
+    store = _run_store(args.run_dir)
+    out = report.write_report(store, "", live_to_side=True)
     print(out["markdown"], end="")
-    if out["kept"]:
+    if out["partial_prefix"]:
+        print(f"run still going (no teardown.json yet): partial report in "
+              f"{store.uri(out['partial_prefix'])}; the run's own report will write "
+              "summary.json and report.md", file=sys.stderr)
+    elif out["kept"]:
         print(f"(kept as first written: {', '.join(out['kept'])})", file=sys.stderr)
     return 0
 

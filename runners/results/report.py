@@ -451,28 +451,55 @@ def _put_new(store: ResultsStore, key: str, data: bytes, content_type: str,
         kept.append(key)  # an earlier report wrote it; results are never overwritten
 
 
-def write_report(store: ResultsStore, prefix: str) -> dict[str, Any]:
-    """Write requests.jsonl, summary.json, report.md and charts/ where not yet written."""
+def run_is_live(store: ResultsStore, prefix: str, files: dict[str, Any]) -> bool:
+    """Still being written: teardown always runs before the report phase (the driver and the
+    workflow both end with teardown, report), so no teardown file and no summary means the
+    run has not finished."""
+    return files["teardown"] is None and not store.exists(f"{prefix}summary.json")
+
+
+def side_prefix(store: ResultsStore, prefix: str) -> str:
+    """partial/<UTC time>/ inside the run folder, a fresh one each time."""
+    stamp = utc_now().replace(":", "").replace("-", "").split(".")[0].split("+")[0]
+    base, attempt = f"{prefix}partial/{stamp}", 1
+    while store.list(f"{base}/" if attempt == 1 else f"{base}-{attempt}/"):
+        attempt += 1
+    return f"{base}/" if attempt == 1 else f"{base}-{attempt}/"
+
+
+def write_report(store: ResultsStore, prefix: str, *, live_to_side: bool = False
+                 ) -> dict[str, Any]:
+    """Write requests.jsonl, summary.json, report.md and charts/ where not yet written.
+
+    With `live_to_side` (the `report` command) a run that is still going gets its report in
+    partial/<UTC time>/ (summary-partial.json, report.md, charts/) instead: the run's own
+    final report is then the first to write summary.json and report.md, so nothing written
+    while it ran can stand in for it. compare never reads the partial summary."""
     files = read_files(store, prefix)
     if files["manifest"] is None:
         raise FileNotFoundError(f"{store.uri(prefix)}: no manifest.json; not a run folder")
     written: list[str] = []
     kept: list[str] = []
-    parts = [k for k in store.list(f"{prefix}requests/") if k.endswith(".jsonl")]
-    order = {name: i for i, name in enumerate(PHASE_FILES)}
-    parts.sort(key=lambda k: order.get(k.rsplit("/", 1)[-1].removesuffix(".jsonl"), 99))
-    _put_new(store, f"{prefix}requests.jsonl",
-             b"".join(store.get_bytes(k) for k in parts), "application/x-ndjson", written, kept)
     summary = build_summary(files)
+    side = side_prefix(store, prefix) if live_to_side and run_is_live(store, prefix, files) \
+        else None
+    summary["partial"] = side is not None
+    out_prefix = side or prefix
+    if side is None:
+        parts = [k for k in store.list(f"{prefix}requests/") if k.endswith(".jsonl")]
+        order = {name: i for i, name in enumerate(PHASE_FILES)}
+        parts.sort(key=lambda k: order.get(k.rsplit("/", 1)[-1].removesuffix(".jsonl"), 99))
+        _put_new(store, f"{prefix}requests.jsonl", b"".join(store.get_bytes(k) for k in parts),
+                 "application/x-ndjson", written, kept)
     pngs, charts_note = render_charts(summary, files)
     for name, png in pngs.items():
-        _put_new(store, f"{prefix}charts/{name}", png, "image/png", written, kept)
-    _put_new(store, f"{prefix}summary.json", (json.dumps(summary, indent=2) + "\n")
-             .encode(), "application/json", written, kept)
+        _put_new(store, f"{out_prefix}charts/{name}", png, "image/png", written, kept)
+    _put_new(store, f"{out_prefix}{'summary-partial.json' if side else 'summary.json'}",
+             (json.dumps(summary, indent=2) + "\n").encode(), "application/json", written, kept)
     text = markdown(summary, files, charts_note, sorted(pngs))
-    _put_new(store, f"{prefix}report.md", text.encode(), "text/markdown", written, kept)
+    _put_new(store, f"{out_prefix}report.md", text.encode(), "text/markdown", written, kept)
     return {"summary": summary, "written": written, "kept": kept, "charts": charts_note,
-            "markdown": text}
+            "markdown": text, "partial_prefix": side}
 
 
 # ---------------------------------------------------------------- compare
