@@ -83,6 +83,15 @@ def phase_files(run_id: str, *, seed: int = 1, rate: float = RATE,
         "toolcall": {"supported": False, "note": "not supported",
                      "reason": "backend 'local' as configured has no tool calls"},
     }
+    one = fitted
+    top = levels[-1]["tokens_per_s"]
+    files["cost"] = {  # the cost phase's block for a $0.40/hour machine (shape: cost/phase.py)
+        "billing": "hourly", "usd_per_hour": 0.40,
+        "usd_per_million_output_tokens": {
+            "one_request": 0.40 / (one * 3600) * 1e6, "one_request_tokens_per_s": one,
+            "one_request_basis": "decode", "highest_concurrency": 0.40 / (top * 3600) * 1e6,
+            "highest_concurrency_level": 4, "highest_concurrency_tokens_per_s": top},
+        "missing": []}
     if finished:
         files["teardown"] = {"state": "deleted", "finished_at": "2026-12-03T09:05:00Z"}
     return files
