@@ -167,18 +167,14 @@ def _print_summary(summary: dict, where: str) -> None:
     print(f"run folder: {where}")
 
 
-def _cmd_run(args: argparse.Namespace) -> int:
+def _run_once(path: Path, store_location: str) -> tuple[int, str | None]:
+    """One run of the experiment: (exit code, summary.json location or None)."""
     from runners.workflow import driver  # imports the phases' dependencies only when running
 
-    path = _experiment_file(args)
-    backend = experiment.load(path).backend
-    if backend not in providers.REGISTRY:
-        raise experiment.ExperimentError(str(path), "backend", f"{backend!r} has no runner "
-                                         f"yet; runnable: {', '.join(providers.REGISTRY)}")
     line = ProgressLine()
     stop = progress.listen(line)
     try:
-        outcome = driver.run_experiment(str(path), str(args.store))
+        outcome = driver.run_experiment(str(path), store_location)
     finally:
         stop()
         line.close()
@@ -195,8 +191,43 @@ def _cmd_run(args: argparse.Namespace) -> int:
     if outcome["interrupted"]:
         print(f"interrupted: the engine was stopped; partial results in {where}",
               file=sys.stderr)
-        return 130
-    return 1 if failed else 0
+        return 130, None
+    return (1 if failed else 0), (store.uri(context["run_prefix"] + "summary.json")
+                                  if summary else None)
+
+
+def _print_group(summary_paths: list[str]) -> None:
+    """The repeated runs' figures: median, 95% interval and n (runners/results/groups.py)."""
+    from runners.results import compare, groups
+
+    local = [Path(p) for p in summary_paths if not p.startswith("s3://")]
+    rows = [compare.row(compare.load_summary(p), p) for p in local]
+    print("\n\n".join(groups.markdown(groups.group(rows))))
+    folders = " ".join(str(p.parent) for p in local)
+    print(f"compare them: python -m runners compare {folders}")
+
+
+def _cmd_run(args: argparse.Namespace) -> int:
+    path = _experiment_file(args)
+    backend = experiment.load(path).backend
+    if backend not in providers.REGISTRY:
+        raise experiment.ExperimentError(str(path), "backend", f"{backend!r} has no runner "
+                                         f"yet; runnable: {', '.join(providers.REGISTRY)}")
+    if args.repeat < 1:
+        print(f"error: --repeat: {args.repeat} runs; give 1 or more", file=sys.stderr)
+        return 2
+    codes, summaries = [], []
+    for i in range(args.repeat):
+        if args.repeat > 1:
+            print(f"run {i + 1} of {args.repeat}", file=sys.stderr)
+        code, summary = _run_once(path, str(args.store))
+        codes.append(code)
+        summaries += [summary] if summary else []
+        if code == 130:
+            return 130
+    if len(summaries) > 1:
+        _print_group(summaries)
+    return max(codes)
 
 
 def _run_store(run_dir: str) -> LocalStore:
@@ -276,6 +307,9 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("experiment", help="experiment name (in --experiments) or a .toml file")
     run.add_argument("--store", default=".", help="where runs/ is written: a folder "
                      "(default: the current folder) or s3://bucket[/prefix]")
+    run.add_argument("--repeat", type=int, default=1, metavar="N",
+                     help="run it N times in a row, each its own run folder; prints the "
+                          "median, 95%% interval and n of every figure (compare groups them)")
     run.set_defaults(func=_cmd_run)
     rep = sub.add_parser("report", help="(re)write the report of a run folder")
     rep.add_argument("run_dir")

@@ -19,6 +19,7 @@ from typing import Any, Iterable
 
 from runners import hardware
 from runners.cost.phase import idle_cost
+from runners.results import ab, groups
 from runners.results.validate import SummaryInvalid, check_summary
 
 SUMMARY_SCHEMA = "benchstack.summary/1"
@@ -214,6 +215,11 @@ def row(summary: dict[str, Any], path: Path) -> dict[str, Any]:
         "toolcalls": _toolcalls(summary),
         "quality": _fraction(quality.get("correct"), quality.get("total")),
         "quality_interval_95": _quality_interval(quality),
+        "quality_correct": quality.get("correct"), "quality_total": quality.get("total"),
+        "answers": quality.get("answers") or None,
+        "decode_interval_95": (summary.get("decode") or {}).get("interval_95"),
+        "best_load_tokens_per_s": max((lvl["tokens_per_s"] for lvl in summary.get("load") or []
+                                       if lvl.get("tokens_per_s")), default=None),
         "quality_raw": _fraction(quality.get("correct_raw"), quality.get("total")),
         "failure": failure(summary), "token_source": token_source(summary),
         "teardown_failure": ((summary.get("phases") or {}).get("teardown") or {}).get("detail")
@@ -260,7 +266,15 @@ def with_ratios(rows: list[dict[str, Any]], baseline: dict[str, Any]) -> None:
 
 
 def _names(r: dict[str, Any]) -> tuple[str, ...]:
-    return r["run_id"], r["experiment"], Path(r["path"]).name
+    runs = r.get("runs") or [r]
+    return (r["experiment"], *(x["run_id"] for x in runs), *(Path(x["path"]).name for x in runs))
+
+
+def baseline_run(base: dict[str, Any], baseline: str | None) -> dict[str, Any]:
+    """The one run answers are compared with: the named run of the baseline's group, else
+    its latest."""
+    runs = base.get("runs") or [base]
+    return next((r for r in runs if baseline in (r["run_id"], Path(r["path"]).name)), runs[-1])
 
 
 def pick_baseline(rows: list[dict[str, Any]], baseline: str | None,
@@ -370,7 +384,10 @@ def failed_table(apart: list[dict[str, Any]]) -> list[str]:
 
 
 def markdown(rows: list[dict[str, Any]], baseline: dict[str, Any] | None,
-             apart: list[dict[str, Any]] = ()) -> str:
+             apart: list[dict[str, Any]] = (), runs: list[dict[str, Any]] | None = None,
+             base_run: dict[str, Any] | None = None) -> str:
+    """`rows`: the ranked rows (one per experiment, grouped); `runs`: every ranked run."""
+    runs = rows if runs is None else runs
     if not rows:
         return "\n\n".join([f"# Compare: {len(apart)} runs, none measured",
                              *failed_table(list(apart))]) + "\n"
@@ -378,10 +395,11 @@ def markdown(rows: list[dict[str, Any]], baseline: dict[str, Any] | None,
     # One shared level goes in the header ("at 16"); mixed levels go in each cell.
     at = f"at {min(levels)}" if len(levels) == 1 else "highest concurrency"
     main = _table(
-        ["Backend", "Precision served", "Bandwidth", "tok/s", "Roofline",
+        ["Backend", "Runs", "Precision served", "Bandwidth", "tok/s", "Roofline",
          "$ per 1M output tokens, 1 request", f"$ per 1M output tokens, {at}", "Tool calls",
          "Quality", "tok/s vs baseline", "$/1M (1) vs baseline", f"$/1M ({at}) vs baseline"],
-        [[(MEDALS[i] + " " if i < len(MEDALS) else "") + r["label"], r["precision"],
+        [[(MEDALS[i] + " " if i < len(MEDALS) else "") + r["label"], str(r.get("n_runs", 1)),
+          r["precision"],
           _num(r["bandwidth_gb_per_s"], 0, " GB/s") if r["bandwidth_gb_per_s"] else "not disclosed"
           if r["backend"] == "bedrock" else "—",
           _num(r["decode_tokens_per_s"]), _roofline(r), _usd(r["usd_per_million_one_request"]),
@@ -402,9 +420,9 @@ def markdown(rows: list[dict[str, Any]], baseline: dict[str, Any] | None,
                                                                   or r["billable_minutes"] is None
                                                                   else " (floor)"),
           "—" if r["billable_usd"] is None else f"${r['billable_usd']:.2f}", r["price_source"] or "—"]
-         for r in rows])
+         for r in runs])
     parts = [
-        f"# Compare: {len(rows) + len(apart)} runs"
+        f"# Compare: {len(runs) + len(apart)} runs"
         + (f", {len(apart)} of them failed or measured nothing" if apart else ""),
         f"Sorted in code by single-request decode rate, fastest first. Baseline for the ratios: "
         f"{baseline['label']} ({baseline['experiment']}, run {baseline['run_id']}).",
@@ -415,7 +433,10 @@ def markdown(rows: list[dict[str, Any]], baseline: dict[str, Any] | None,
         "## Latency (streamed, one request at a time)",
         "n: streamed requests behind each percentile. Tokens from: the server's usage block, "
         "or an estimate of one token per streamed chunk (phases named) when it sent none.",
-        latency_table(rows),
+        latency_table(runs),
+        *groups.markdown(rows),
+        *ab.markdown(runs, base_run or baseline, {
+            g["experiment"]: g.get("decode_interval_95") for g in rows if g.get("n_runs", 1) > 1}),
         *failed_table(list(apart)),
         "## Memory and price",
         memory,
@@ -483,19 +504,22 @@ def compare(run_dirs: Iterable[str | Path], baseline: str | None = None,
     were skipped (None when they were drawn)."""
     paths = find_summaries(run_dirs)
     every = sorted((_checked_row(p) for p in paths), key=sort_key)
-    rows = [r for r in every if not r["failure"]]
+    runs = [r for r in every if not r["failure"]]
     apart = [r for r in every if r["failure"]]
+    rows = sorted(groups.group(runs), key=sort_key)
     base = pick_baseline(rows, baseline, apart) if rows else None
     if base:
         with_ratios(rows, base)
+        with_ratios(runs, base)  # compare.csv keeps one line per run
     out = Path(out_dir)
     targets = {"markdown": out / "compare.md", "csv": out / "compare.csv"}
     existing = [str(p) for p in targets.values() if p.exists()]
     if existing:
         raise CompareError(f"{existing[0]}: exists; give another output folder")
     out.mkdir(parents=True, exist_ok=True)
-    targets["markdown"].write_text(markdown(rows, base, apart), encoding="utf-8")
-    targets["csv"].write_text(csv_text(rows + apart), encoding="utf-8")
+    text = markdown(rows, base, apart, runs, base and baseline_run(base, baseline))
+    targets["markdown"].write_text(text, encoding="utf-8")
+    targets["csv"].write_text(csv_text(runs + apart), encoding="utf-8")
     chart_paths, skipped = charts(rows, out / "charts")
     return {**targets, "charts": chart_paths, "charts_skipped": skipped, "rows": rows,
             "apart": apart, "baseline": base and base["run_id"]}

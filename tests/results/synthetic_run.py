@@ -21,7 +21,8 @@ def _dist(values: list[float]) -> dict:
 
 
 def phase_files(run_id: str, *, seed: int = 1, rate: float = RATE,
-                answers: dict[int, str] | None = None, finished: bool = True) -> dict:
+                answers: dict[int, str] | None = None, finished: bool = True,
+                experiment: str = "local-synthetic") -> dict:
     """Phase name -> JSON. `answers` overrides quality replies by question index."""
     rng = random.Random(seed)
     jitter = lambda s: s * (1 + rng.uniform(-0.03, 0.03))  # noqa: E731
@@ -58,7 +59,7 @@ def phase_files(run_id: str, *, seed: int = 1, rate: float = RATE,
     files = {
         "manifest": {"schema": "benchstack.manifest/1", "run_id": run_id,
                      "started_at": "2026-12-03T09:00:00Z",
-                     "experiment": {"name": "local-synthetic", "backend": "local",
+                     "experiment": {"name": experiment, "backend": "local",
                                     "model": {"id": "ggml-org/gemma-3-270m-GGUF",
                                               "served_name": "gemma-3-270m", "build": "q8_0",
                                               "precision": "int8"}},
@@ -97,9 +98,15 @@ def phase_files(run_id: str, *, seed: int = 1, rate: float = RATE,
     return files
 
 
-def write_run(root: Path, run_id: str = "20261203T090000Z-syn001", **kwargs) -> LocalStore:
-    """The run folder root/<run_id>/ with its phase files; returns its store."""
+def write_run(root: Path, run_id: str = "20261203T090000Z-syn001", *, report: bool = False,
+              **kwargs) -> LocalStore:
+    """The run folder root/<run_id>/ with its phase files (and its report when `report`);
+    returns its store."""
+    from runners.results import report as run_report
+
     store = LocalStore(root / run_id)
     for name, data in phase_files(run_id, **kwargs).items():
         store.put_json(f"{name}.json", data)
+    if report:
+        run_report.write_report(store, "")
     return store
