@@ -247,6 +247,12 @@ def _cmd_report(args: argparse.Namespace) -> int:
               "summary.json and report.md", file=sys.stderr)
     elif out["kept"]:
         print(f"(kept as first written: {', '.join(out['kept'])})", file=sys.stderr)
+    if args.open:
+        import webbrowser
+
+        page = Path(store.uri(f"{out['partial_prefix'] or ''}report.html")).resolve()
+        webbrowser.open(page.as_uri())
+        print(f"opened {page}", file=sys.stderr)
     return 0
 
 
@@ -313,6 +319,8 @@ def build_parser() -> argparse.ArgumentParser:
     run.set_defaults(func=_cmd_run)
     rep = sub.add_parser("report", help="(re)write the report of a run folder")
     rep.add_argument("run_dir")
+    rep.add_argument("--open", action="store_true",
+                     help="open report.html (one self-contained page) in the web browser")
     rep.set_defaults(func=_cmd_report)
     cmp_ = sub.add_parser("compare", help="one table across runs: speed, $ per 1M tokens, "
                                           "break-even, ratios to a baseline")

@@ -55,17 +55,19 @@ def _questions(numbers: list[int]) -> str:
 
 
 def markdown(rows: list[dict[str, Any]], base_run: dict[str, Any],
-             grouped_intervals: dict[str, Any]) -> list[str]:
-    """The A/B section: one line per run other than the baseline run. `grouped_intervals`:
-    experiment -> the decode interval of its group (t over runs), used when it ran twice
-    or more; a single run uses its own bootstrap interval."""
+             grouped: dict[str, dict[str, Any]]) -> list[str]:
+    """The A/B section: one line per run other than the baseline run. `grouped`:
+    experiment -> its ranked row. A run of the baseline's own experiment is set against
+    the baseline run (each with its bootstrap interval); a run of another experiment
+    has its group's decode (median and t interval over its runs, or the single run's
+    bootstrap) set against the baseline's group."""
     body = []
     for r in rows:
         if r["run_id"] == base_run["run_id"]:
             continue
-        with_interval = lambda x: dict(x, decode_interval_95=grouped_intervals.get(  # noqa: E731
-            x["experiment"]) or x.get("decode_interval_95"))
-        call = decode_call(with_interval(r), with_interval(base_run))
+        same = r["experiment"] == base_run["experiment"]
+        call = decode_call(r, base_run) if same else decode_call(
+            grouped.get(r["experiment"], r), grouped.get(base_run["experiment"], base_run))
         if not r["answers"] or not base_run["answers"]:
             body.append([r["label"], r["run_id"], "answers not recorded", "—", "—", "—", call])
             continue

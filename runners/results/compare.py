@@ -20,6 +20,7 @@ from typing import Any, Iterable
 from runners import hardware
 from runners.cost.phase import idle_cost
 from runners.results import ab, groups
+from runners.results import charts as chart_pngs
 from runners.results.validate import SummaryInvalid, check_summary
 
 SUMMARY_SCHEMA = "benchstack.summary/1"
@@ -246,6 +247,17 @@ def _checked_row(path: Path) -> dict[str, Any]:
         raise CompareError(f"{path}: {exc}") from None
 
 
+def _distinct_labels(rows: list[dict[str, Any]]) -> None:
+    """Two experiments that would show one label ("local gemma-3-270m") get their
+    experiment names added, so no two bars or rows read alike."""
+    experiments: dict[str, set[str]] = {}
+    for r in rows:
+        experiments.setdefault(r["label"], set()).add(r["experiment"])
+    for r in rows:
+        if len(experiments[r["label"]]) > 1:
+            r["label"] = f"{r['label']} ({r['experiment']})"
+
+
 def sort_key(r: dict[str, Any]) -> tuple:
     """Fastest single-request decode first; then cheapest per token; then run id."""
     decode, usd = r["decode_tokens_per_s"], r["usd_per_million_one_request"]
@@ -435,8 +447,7 @@ def markdown(rows: list[dict[str, Any]], baseline: dict[str, Any] | None,
         "or an estimate of one token per streamed chunk (phases named) when it sent none.",
         latency_table(runs),
         *groups.markdown(rows),
-        *ab.markdown(runs, base_run or baseline, {
-            g["experiment"]: g.get("decode_interval_95") for g in rows if g.get("n_runs", 1) > 1}),
+        *ab.markdown(runs, base_run or baseline, {g["experiment"]: g for g in rows}),
         *failed_table(list(apart)),
         "## Memory and price",
         memory,
@@ -472,29 +483,15 @@ def csv_text(rows: list[dict[str, Any]]) -> str:
 
 
 def charts(rows: list[dict[str, Any]], out_dir: Path) -> tuple[list[Path], str | None]:
-    """Bar charts of decode rate and $/1M; (paths, None), or ([], why they were skipped)."""
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        from matplotlib import pyplot
-    except ImportError:
-        return [], "matplotlib is not installed; charts skipped"
+    """Bar charts of decode rate and $/1M (runners/results/charts.py); (paths, None), or
+    ([], why they were skipped)."""
+    pngs, skipped = chart_pngs.compare_charts(rows)
+    if skipped:
+        return [], skipped
     out_dir.mkdir(parents=True, exist_ok=True)
-    written = []
-    for field, title, name in (
-        ("decode_tokens_per_s", "Decode, one request (tok/s)", "decode.png"),
-        ("usd_per_million_one_request", "$ per 1M output tokens, one request", "usd-per-million.png"),
-    ):
-        shown = [r for r in rows if r[field] is not None]
-        fig, ax = pyplot.subplots(figsize=(8, 0.5 * len(shown) + 1.5))
-        ax.barh([r["label"] for r in shown][::-1], [r[field] for r in shown][::-1])
-        ax.set_title(title)
-        fig.tight_layout()
-        fig.savefig(out_dir / name, dpi=100)
-        pyplot.close(fig)
-        written.append(out_dir / name)
-    return written, None
+    for name, png in pngs.items():
+        (out_dir / name).write_bytes(png)
+    return [out_dir / name for name in pngs], None
 
 
 def compare(run_dirs: Iterable[str | Path], baseline: str | None = None,
@@ -506,6 +503,7 @@ def compare(run_dirs: Iterable[str | Path], baseline: str | None = None,
     every = sorted((_checked_row(p) for p in paths), key=sort_key)
     runs = [r for r in every if not r["failure"]]
     apart = [r for r in every if r["failure"]]
+    _distinct_labels(every)
     rows = sorted(groups.group(runs), key=sort_key)
     base = pick_baseline(rows, baseline, apart) if rows else None
     if base:

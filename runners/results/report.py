@@ -7,12 +7,11 @@ skipped and the report says so.
 
 from __future__ import annotations
 
-import io
 import json
 import statistics
 from typing import Any, Callable
 
-from runners.results import intervals
+from runners.results import charts, html, intervals
 from runners.results.store import KeyExists, ResultsStore, latest_attempt_key
 from runners.run_context import utc_now
 
@@ -43,6 +42,38 @@ def decode_interval_95(decode: dict[str, Any]) -> list[float] | None:
         return (long - short) / gap if gap > 0 else None
 
     return _interval(intervals.bootstrap_95(times, rate) if short and long else None)
+
+
+def stream_samples(records: list[dict[str, Any]]) -> dict[str, list[float]]:
+    """Per-request TTFT, TPOT and E2EL of the OK streamed replies, from their records (the
+    definitions of runners/measure/phases.py stream_metrics; ITL needs chunk times, which
+    records do not keep)."""
+    out: dict[str, list[float]] = {"ttft_s": [], "tpot_s": [], "e2el_s": []}
+    for r in records:
+        start = r.get("intended_at") or r.get("sent_at")
+        if r.get("status") != "ok" or start is None or r.get("first_at") is None:
+            continue
+        out["ttft_s"].append(r["first_at"] - start)
+        out["e2el_s"].append(r["last_at"] - start)
+        tokens = r.get("completion_tokens") or r.get("chunks") or 0
+        if tokens > 1:
+            out["tpot_s"].append((r["last_at"] - r["first_at"]) / (tokens - 1))
+    return out
+
+
+def _stream(stream: dict[str, Any], records: list[dict[str, Any]]) -> dict[str, Any]:
+    """Each distribution with n, and a bootstrap interval for p50 and p99 where the
+    per-request samples are on record."""
+    samples = stream_samples(records)
+    out = {}
+    for key in ("ttft_s", "itl_s", "tpot_s", "e2el_s"):
+        dist = _dist(stream.get(key))
+        if dist and samples.get(key):
+            for pct in (50, 99):
+                dist[f"p{pct}_interval_95"] = _interval(
+                    intervals.percentile_95(samples[key], pct))
+        out[key] = dist
+    return out
 
 
 def _quality(quality: dict[str, Any]) -> dict[str, Any] | None:
@@ -120,7 +151,7 @@ def build_summary(files: dict[str, Any]) -> dict[str, Any]:
         "decode": {**{k: decode.get(k) for k in ("tokens_per_s", "intercept_s", "short_tokens",
                                                   "long_tokens", "repeats", "tokens_verified")},
                    "interval_95": decode_interval_95(decode)},
-        "stream": {k: _dist(stream.get(k)) for k in ("ttft_s", "itl_s", "tpot_s", "e2el_s")},
+        "stream": _stream(stream, files.get("stream_requests") or []),
         "stream_tokens": stream.get("tokens"),
         "load": [{"concurrency": lvl["concurrency"], "tokens_per_s": lvl["tokens_per_s"],
                   "requests": lvl["requests"], "ok": lvl.get("ok"), "errors": lvl["errors"],
@@ -197,10 +228,11 @@ def summary_section(s: dict[str, Any], files: dict[str, Any]) -> list[str]:
              f"| per-call fixed cost (intercept, ms) | {_ms(d['intercept_s'])} | |",
              f"| decode reply lengths verified by server usage ({d['short_tokens']}/"
              f"{d['long_tokens']} tokens) | {d['tokens_verified']} | |"]
-    for name, label in (("ttft_s", "TTFT"), ("tpot_s", "TPOT"), ("itl_s", "ITL"),
-                        ("e2el_s", "end-to-end")):
+    for name, label, unit, scale in (("ttft_s", "TTFT", "ms", _ms), ("tpot_s", "TPOT", "ms", _ms),
+                                     ("itl_s", "ITL", "ms", _ms),
+                                     ("e2el_s", "end-to-end", "s", "{:.3f}".format)):
         dist = s["stream"][name]
-        lines.append(f"| {label} p50 / p90 / p99 (ms, streamed) | {_pcts(dist, _ms)} | "
+        lines.append(f"| {label} p50 / p90 / p99 ({unit}, streamed) | {_pcts(dist, scale)} | "
                      f"{_n(dist)} |")
     tc = s["toolcall"]
     tc_text = ("not supported" if tc["supported"] is False else "skipped"
@@ -372,74 +404,22 @@ def _cost_lines(cost: dict[str, Any]) -> list[str]:
     return lines
 
 
-# ---------------------------------------------------------------- charts
-
-
-def render_charts(summary: dict[str, Any], files: dict[str, Any]) -> tuple[dict[str, bytes], str]:
-    """PNG bytes by file name, and a sentence saying what was drawn or why not."""
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        return {}, "Charts skipped: matplotlib is not installed (it is an optional extra of " \
-                   "the local CLI: pip install -r requirements-local.txt)."
-    pngs: dict[str, bytes] = {}
-
-    def save(name: str, fig) -> None:
-        buf = io.BytesIO()
-        fig.savefig(buf, format="png", dpi=100, bbox_inches="tight")
-        plt.close(fig)
-        pngs[name] = buf.getvalue()
-
-    decode = files.get("decode") or {}
-    ok = [smp for smp in decode.get("samples") or [] if smp["status"] == "ok"]
-    if ok:
-        fig, ax = plt.subplots(figsize=(6, 4))
-        ax.scatter([smp["tokens_requested"] for smp in ok], [smp["seconds"] for smp in ok])
-        rate, icpt = decode.get("tokens_per_s"), decode.get("intercept_s")
-        if rate:
-            xs = [0, decode["long_tokens"]]
-            ax.plot(xs, [icpt + x / rate for x in xs], "--",
-                    label=f"{rate:.1f} tokens/s, intercept {icpt * 1000:.0f} ms")
-            ax.legend()
-        ax.set(xlabel="reply tokens", ylabel="seconds", title="Decode rate")
-        save("decode_rate.png", fig)
-    levels = [lvl for lvl in summary["load"] if lvl["tokens_per_s"]]
-    if levels:
-        fig, ax = plt.subplots(figsize=(6, 4))
-        ax.plot([lvl["concurrency"] for lvl in levels], [lvl["tokens_per_s"] for lvl in levels],
-                "o-")
-        ax.set(xlabel="concurrent requests", ylabel="output tokens/s",
-               title="Throughput vs concurrency")
-        ax.set_xscale("log", base=2)
-        save("throughput.png", fig)
-    dists = {k: v for k, v in summary["stream"].items() if v}
-    if dists:
-        fig, ax = plt.subplots(figsize=(7, 4))
-        width = 0.25
-        for i, pct in enumerate(("p50", "p90", "p99")):
-            ax.bar([j + i * width for j in range(len(dists))],
-                   [v[pct] * 1000 for v in dists.values()], width, label=pct)
-        ax.set_xticks([j + width for j in range(len(dists))],
-                      [k.removesuffix("_s").upper() for k in dists])
-        ax.set(ylabel="ms", title="Latency percentiles (streamed)")
-        ax.set_yscale("log")
-        ax.legend()
-        save("latency.png", fig)
-    return pngs, f"{len(pngs)} chart(s) drawn with matplotlib."
-
-
 # ---------------------------------------------------------------- the phase
 
 
 def read_files(store: ResultsStore, prefix: str) -> dict[str, Any]:
+    """Phase name -> its JSON (None when absent), and "stream_requests": the stream
+    phase's request records (requests/stream.jsonl), for the percentiles' intervals."""
     names = ("manifest", *PHASE_FILES, "cost")
     keys = set(store.list(prefix))  # one listing, not a lookup per file and attempt
     # Repeated steps (a second region, a retried teardown) keep every attempt; the last counts.
     found = {name: latest_attempt_key(f"{prefix}{name}", keys) for name in names}
-    return {name: store.get_json(key) if key else None for name, key in found.items()}
+    files = {name: store.get_json(key) if key else None for name, key in found.items()}
+    stream_key = f"{prefix}requests/stream.jsonl"
+    files["stream_requests"] = [json.loads(line) for line in store.get_bytes(stream_key)
+                                .decode().splitlines() if line.strip()] \
+        if stream_key in keys else []
+    return files
 
 
 def _put_new(store: ResultsStore, key: str, data: bytes, content_type: str,
@@ -469,10 +449,11 @@ def side_prefix(store: ResultsStore, prefix: str) -> str:
 
 def write_report(store: ResultsStore, prefix: str, *, live_to_side: bool = False
                  ) -> dict[str, Any]:
-    """Write requests.jsonl, summary.json, report.md and charts/ where not yet written.
+    """Write requests.jsonl, summary.json, report.md, report.html and charts/ where not yet
+    written.
 
     With `live_to_side` (the `report` command) a run that is still going gets its report in
-    partial/<UTC time>/ (summary-partial.json, report.md, charts/) instead: the run's own
+    partial/<UTC time>/ (summary-partial.json, report.md, report.html, charts/) instead: the run's own
     final report is then the first to write summary.json and report.md, so nothing written
     while it ran can stand in for it. compare never reads the partial summary."""
     files = read_files(store, prefix)
@@ -491,13 +472,16 @@ def write_report(store: ResultsStore, prefix: str, *, live_to_side: bool = False
         parts.sort(key=lambda k: order.get(k.rsplit("/", 1)[-1].removesuffix(".jsonl"), 99))
         _put_new(store, f"{prefix}requests.jsonl", b"".join(store.get_bytes(k) for k in parts),
                  "application/x-ndjson", written, kept)
-    pngs, charts_note = render_charts(summary, files)
+    pngs, charts_note = charts.run_charts(summary, files)
     for name, png in pngs.items():
         _put_new(store, f"{out_prefix}charts/{name}", png, "image/png", written, kept)
     _put_new(store, f"{out_prefix}{'summary-partial.json' if side else 'summary.json'}",
              (json.dumps(summary, indent=2) + "\n").encode(), "application/json", written, kept)
     text = markdown(summary, files, charts_note, sorted(pngs))
     _put_new(store, f"{out_prefix}report.md", text.encode(), "text/markdown", written, kept)
+    page = html.page(text, {f"charts/{name}": png for name, png in pngs.items()},
+                     title=f"{summary['experiment']} — run {summary['run_id']}")
+    _put_new(store, f"{out_prefix}report.html", page.encode(), "text/html", written, kept)
     return {"summary": summary, "written": written, "kept": kept, "charts": charts_note,
             "markdown": text, "partial_prefix": side}
 

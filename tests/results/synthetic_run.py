@@ -5,6 +5,7 @@ checked figure by figure."""
 
 from __future__ import annotations
 
+import json
 import random
 from pathlib import Path
 
@@ -37,6 +38,11 @@ def phase_files(run_id: str, *, seed: int = 1, rate: float = RATE,
     fitted = 496 / (long - short)
     ttft = [jitter(TTFT_S) for _ in range(10)]
     tpot = [jitter(TPOT_S) for _ in range(10)]
+    stream_records = [{"phase": "stream", "status": "ok", "intended_at": None,
+                       "sent_at": 1000.0 + i, "first_at": 1000.0 + i + a,
+                       "last_at": 1000.0 + i + a + 63 * b, "completion_tokens": None,
+                       "usage_source": "missing", "chunks": 64, "index": i}
+                      for i, (a, b) in enumerate(zip(ttft, tpot))]
     levels = []
     for concurrency in (1, 2, 4):
         lat = [jitter(0.13 + 0.02 * concurrency + 128 * TPOT_S * (1 + 0.1 * concurrency))
@@ -93,6 +99,7 @@ def phase_files(run_id: str, *, seed: int = 1, rate: float = RATE,
             "one_request_basis": "decode", "highest_concurrency": 0.40 / (top * 3600) * 1e6,
             "highest_concurrency_level": 4, "highest_concurrency_tokens_per_s": top},
         "missing": []}
+    files["stream_requests"] = stream_records  # as report.read_files gives them
     if finished:
         files["teardown"] = {"state": "deleted", "finished_at": "2026-12-03T09:05:00Z"}
     return files
@@ -106,7 +113,10 @@ def write_run(root: Path, run_id: str = "20261203T090000Z-syn001", *, report: bo
 
     store = LocalStore(root / run_id)
     for name, data in phase_files(run_id, **kwargs).items():
-        store.put_json(f"{name}.json", data)
+        if name == "stream_requests":
+            store.put_text("requests/stream.jsonl", "".join(json.dumps(r) + "\n" for r in data))
+        else:
+            store.put_json(f"{name}.json", data)
     if report:
         run_report.write_report(store, "")
     return store
