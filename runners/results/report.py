@@ -490,23 +490,29 @@ def write_report(store: ResultsStore, prefix: str, *, live_to_side: bool = False
 
 
 def compare_table(summaries: list[dict[str, Any]]) -> str:
-    """One Markdown row per run: the headline figures side by side."""
-    head = ["experiment", "run", "backend", "decode tok/s", "TTFT p50 ms", "TPOT p50 ms",
-            "best load tok/s (conc.)", "quality", "tool call", "degenerate"]
+    """One Markdown row per run: the headline figures side by side, n beside each
+    distribution and where the token counts came from."""
+    head = ["experiment", "run", "backend", "decode tok/s", "TTFT p50 ms (n)",
+            "TPOT p50 ms (n)", "best load tok/s (conc.)", "quality", "tool call", "degenerate",
+            "tokens from"]
     rows = [head, ["---"] * len(head)]
     for s in summaries:
         ttft, tpot = s["stream"].get("ttft_s"), s["stream"].get("tpot_s")
         best = max((lvl for lvl in s["load"] if lvl["tokens_per_s"]),
                    key=lambda lvl: lvl["tokens_per_s"], default=None)
         q, tc = s.get("quality"), s["toolcall"]
+        sources = s.get("token_source") or {}
+        estimated = [phase for phase, source in sources.items() if source == ESTIMATE]
         rows.append([
             str(s["experiment"]), str(s["run_id"]), str(s["backend"]),
-            _num(s["decode"]["tokens_per_s"]), _ms(ttft and ttft["p50"]),
-            _ms(tpot and tpot["p50"]),
+            _num(s["decode"]["tokens_per_s"]) + _range(s["decode"].get("interval_95")),
+            f"{_ms(ttft and ttft['p50'])} ({_n(ttft)})",
+            f"{_ms(tpot and tpot['p50'])} ({_n(tpot)})",
             f"{best['tokens_per_s']:.1f} ({best['concurrency']})" if best else "-",
-            f"{q['correct']}/{q['total']}" if q else "-",
+            quality_text(q) if q else "-",
             "not supported" if tc["supported"] is False else
             f"{tc['correct']}/{tc['runs']}" if tc["supported"] else "-",
             str(s["degenerate_responses"]),
+            f"{ESTIMATE} ({', '.join(estimated)})" if estimated else SERVER if sources else "-",
         ])
     return "\n".join("| " + " | ".join(r) + " |" for r in rows) + "\n"
