@@ -201,10 +201,13 @@ def _print_group(summary_paths: list[str]) -> None:
     from runners.results import compare, groups
 
     local = [Path(p) for p in summary_paths if not p.startswith("s3://")]
+    if len(local) < len(summary_paths):  # compare reads local folders: copy S3 runs down first
+        print("runs in S3: " + " ".join(p for p in summary_paths if p.startswith("s3://")))
     rows = [compare.row(compare.load_summary(p), p) for p in local]
     print("\n\n".join(groups.markdown(groups.group(rows))))
-    folders = " ".join(str(p.parent) for p in local)
-    print(f"compare them: python -m runners compare {folders}")
+    if local:
+        folders = " ".join(str(p.parent) for p in local)
+        print(f"compare them: python -m runners compare {folders}")
 
 
 def _cmd_run(args: argparse.Namespace) -> int:

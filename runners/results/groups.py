@@ -66,7 +66,11 @@ def group(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
                 merged[field] = statistics.median(values) if values else None
             merged["figures"] = {f[0]: figure([r[f[0]] for r in runs if r[f[0]] is not None],
                                               f[4]) for f in FIGURES}
-            merged["quality_figure"] = quality_figure(runs)
+            merged["quality_figure"] = q = quality_figure(runs)
+            if q:  # the ranked row shows the median score and the pooled interval too
+                merged["quality"] = f"{q['median']:g}/{q['total']}"
+                merged["quality_interval_95"] = (f"{q['interval_95'][0]:.0%}–"
+                                                 f"{q['interval_95'][1]:.0%}")
             merged["decode_interval_95"] = (merged["figures"]["decode_tokens_per_s"] or {}).get(
                 "interval_95")
         grouped.append(merged)

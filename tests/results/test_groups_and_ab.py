@@ -78,3 +78,9 @@ def test_mcnemar_marks_a_real_difference():
     diff = ab.answer_diff(run, base)
     assert diff["right_to_wrong"] == list(range(1, 11)) and diff["identical"] == 30
     assert diff["mcnemar_p"] == pytest.approx(2 / 1024)
+
+
+def test_the_ranked_row_of_a_group_shows_its_pooled_quality(three_and_one):
+    root, _, _ = three_and_one
+    group = compare.compare([root / "runs"], out_dir=root / "out")["rows"][1]
+    assert (group["quality"], group["quality_interval_95"]) == ("4/40", "6%–17%")
