@@ -63,9 +63,10 @@ def _cmd_user_data(args: argparse.Namespace) -> int:
         print(f"error: {exp.source}: ec2.instance_types: {itype!r} is not one of "
               f"{', '.join(exp.ec2.instance_types)}", file=sys.stderr)
         return 2
-    from runners.providers.ec2.user_data import EngineLaunch, render
+    from runners.providers.ec2.user_data import EngineLaunch, launch_values_file, render
 
-    print(render(EngineLaunch(exp, itype, args.cache_bucket)), end="")
+    launch = EngineLaunch(exp, itype, args.cache_bucket)
+    print(launch_values_file(launch) if args.values else render(launch), end="")
     return 0
 
 
@@ -246,6 +247,8 @@ def build_parser() -> argparse.ArgumentParser:
     user_data.add_argument("--instance-type", help="default: the experiment's first")
     user_data.add_argument("--cache-bucket", default="CACHE-BUCKET",
                            help="cache bucket name to show (deploy fills in the real one)")
+    user_data.add_argument("--values", action="store_true",
+                           help="print the values file the script decodes, not the script")
     user_data.set_defaults(func=_cmd_user_data)
     check = sub.add_parser("preflight", help="check a vLLM experiment's model against its "
                                              "hardware (reads headers from the Hugging Face Hub)")

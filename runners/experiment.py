@@ -8,6 +8,7 @@ what is allowed`, never with a traceback.
 from __future__ import annotations
 
 import dataclasses
+import math
 import re
 import tomllib
 from dataclasses import dataclass, field
@@ -23,6 +24,9 @@ ENGINE_DTYPES = ("auto", "bfloat16", "float16")
 MAX_INSTANCE_POOLS = 5  # SageMaker's limit on InstancePools per production variant
 NAME_RE = re.compile(r"^[a-z0-9][a-z0-9-]{0,38}[a-z0-9]$")
 FLAG_RE = re.compile(r"^[a-z0-9][a-z0-9-]*$")
+# Strings reach shells (the EC2 boot script), tags and file names: no control characters
+# (C0, DEL, C1), so none can end a line, a heredoc or a tag value unseen.
+CONTROL_RE = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 
 
 class ExperimentError(ValueError):
@@ -205,11 +209,22 @@ class _Table:
             value, ok = float(value), True
         if not ok:
             raise self.error(key, f"{value!r} is not {_TYPE_NAMES[kind]}")
+        self.check_clean(key, value)
         if choices is not None and value not in choices:
             raise self.error(key, f"{value!r} is not allowed; allowed: {', '.join(choices)}")
         if (lo is not None and value < lo) or (hi is not None and value > hi):
             raise self.error(key, f"{value!r} is out of range; allowed {lo} to {hi}")
         return value
+
+    def check_clean(self, key: str, value: Any) -> None:
+        """No control character in a string, no NaN or infinity in a number: NaN fails
+        every range comparison, so it would pass `lo`/`hi` and break synth later."""
+        if isinstance(value, str) and CONTROL_RE.search(value):
+            char = CONTROL_RE.search(value).group()
+            raise self.error(key, f"{value!r} holds the control character {char!r}; "
+                                  "strings must be one line of printable text")
+        if isinstance(value, float) and not math.isfinite(value):
+            raise self.error(key, f"{value!r} is not a finite number")
 
     def scalars(self, key: str, kind: type, default: Any = _MISSING, *, lo=None, hi=None,
                 min_len: int = 1, max_len: int | None = None) -> tuple:
@@ -278,6 +293,7 @@ def _engine(t: _Table) -> Engine:
             value = flags_table.data[name]
             if not isinstance(value, (str, int, float, bool)):
                 raise flags_table.error(name, f"{value!r} is not a string, number or boolean")
+            flags_table.check_clean(name, value)
             flags[name] = value
             flags_table.seen.add(name)
     engine = Engine(
