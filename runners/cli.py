@@ -2,6 +2,12 @@
 
 User mistakes (a bad experiment file, an unknown name) print one line and exit 2;
 they never print a traceback.
+
+`run` exits 0 when every phase did its work; 1 when provision, await_ready or another phase
+failed; 3 when a measuring phase sent requests and not one succeeded; 4 when teardown failed
+(the resource may still bill); 130 when Ctrl-C, SIGTERM or SIGHUP stopped it (after its
+teardown); 2 for a user mistake or a store that cannot take a write, before anything starts.
+Every non-zero status comes with one line saying why.
 """
 
 from __future__ import annotations
@@ -14,7 +20,7 @@ from pathlib import Path
 
 from runners import experiment, progress, providers
 from runners.results import report
-from runners.results.store import LocalStore, open_store
+from runners.results.store import LocalStore, StoreUnusable, open_store
 from runners.workflow import phases
 
 EXPERIMENTS_DIR = Path(__file__).resolve().parent.parent / "experiments"
@@ -137,16 +143,22 @@ class ProgressLine:
         count = f" {event['done']}/{event['total']}" if event["total"] else ""
         text = (f"[{index}/{len(phases.PHASES)}] {name:<11} {event['message']}{count}"
                 f"  ({time.monotonic() - self.started:.0f} s)")
-        if self.tty:
-            self.stream.write("\r\033[K" + text)
-        elif name != self.phase:  # a log file gets one line per phase
-            self.stream.write(text + "\n")
-        self.stream.flush()
+        try:
+            if self.tty:
+                self.stream.write("\r\033[K" + text)
+            elif name != self.phase:  # a log file gets one line per phase
+                self.stream.write(text + "\n")
+            self.stream.flush()
+        except OSError:  # the terminal closed (SIGHUP): the run goes on without it
+            self.tty = False
         self.phase = name
 
     def close(self) -> None:
         if self.tty:
-            self.stream.write("\n")
+            try:
+                self.stream.write("\n")
+            except OSError:
+                pass
 
 
 def _experiment_file(args: argparse.Namespace) -> Path:
@@ -180,24 +192,38 @@ def _cmd_run(args: argparse.Namespace) -> int:
     stop = progress.listen(line)
     try:
         outcome = driver.run_experiment(str(path), str(args.store))
+    except StoreUnusable as exc:
+        print(f"error: store {exc}; nothing was started", file=sys.stderr)
+        return 2
     finally:
         stop()
         line.close()
+    try:
+        return _report_run(outcome, driver.verdict(outcome))
+    except OSError:  # the terminal went away (SIGHUP): the run folder has everything
+        return driver.verdict(outcome)[0]
+
+
+def _report_run(outcome: dict, verdict: tuple[int, str | None]) -> int:
     context = outcome["context"]
     store = open_store(context["store"])
     where = store.uri(context["run_prefix"])
-    failed = [r for r in outcome["results"] if r["state"] == "failed"]
-    for r in failed:
-        print(f"phase {r['phase']} failed: {r.get('error') or 'see ' + str(r['key'])}",
-              file=sys.stderr)
+    for r in outcome["results"]:
+        if r["state"] == "failed":
+            print(f"phase {r['phase']} failed: {r.get('error') or 'see ' + str(r['key'])}",
+                  file=sys.stderr)
+    if outcome.get("store_fallback"):
+        print(outcome["store_fallback"], file=sys.stderr)
     summary = store.get_json_or_none(context["run_prefix"] + "summary.json")
     if summary:
         _print_summary(summary, where)
-    if outcome["interrupted"]:
-        print(f"interrupted: the engine was stopped; partial results in {where}",
-              file=sys.stderr)
-        return 130
-    return 1 if failed else 0
+    code, reason = verdict
+    if code == 130:
+        print(f"interrupted ({outcome['signal']}): the engine was stopped; partial results in "
+              f"{where}", file=sys.stderr)
+    elif reason:
+        print(f"exit {code}: {reason}", file=sys.stderr)
+    return code
 
 
 def _run_store(run_dir: str) -> LocalStore:

@@ -126,6 +126,9 @@ class Benchmark:
     load_batches: int = 2
     quality_suite: str = "compare40"  # "compare40" | "none"
     toolcall_runs: int = 3
+    # Whole-request deadline, connect to last byte; None = 30 s + max_tokens at 2 tokens/s
+    # (runners/backends/reply.py default_deadline_s).
+    request_deadline_s: float | None = None
 
 
 @dataclass(frozen=True)
@@ -412,6 +415,7 @@ def _benchmark(t: _Table) -> Benchmark:
         quality_suite=t.scalar("quality_suite", str, d.quality_suite,
                                choices=("compare40", "none")),
         toolcall_runs=t.scalar("toolcall_runs", int, d.toolcall_runs, lo=0, hi=100),
+        request_deadline_s=t.scalar("request_deadline_s", float, None, lo=1, hi=3600),
     )
     t.done()
     return plan
