@@ -198,7 +198,11 @@ class S3Store(ResultsStore):
         import boto3  # only the S3 store needs it
 
         self.bucket, self.prefix = bucket, prefix.strip("/")
-        self.s3 = client or boto3.client("s3")
+        try:
+            self.s3 = client or boto3.client("s3")
+        except Exception as exc:  # a broken profile or config: no client to try with
+            raise StoreUnusable(f"{self.uri()}: cannot open an S3 client: "
+                                f"{type(exc).__name__}: {exc}") from None
 
     def _key(self, key: str) -> str:
         return f"{self.prefix}/{key}" if self.prefix else key
