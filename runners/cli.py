@@ -20,7 +20,7 @@ from pathlib import Path
 
 from runners import experiment, progress, providers
 from runners.results import report
-from runners.results.store import LocalStore, StoreUnusable, open_store
+from runners.results.store import CorruptFile, LocalStore, StoreUnusable, open_store
 from runners.workflow import phases
 
 EXPERIMENTS_DIR = Path(__file__).resolve().parent.parent / "experiments"
@@ -322,7 +322,7 @@ def main(argv: list[str] | None = None) -> int:
     except experiment.ExperimentError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    except (json.JSONDecodeError, FileNotFoundError) as exc:
+    except (json.JSONDecodeError, FileNotFoundError, CorruptFile) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:

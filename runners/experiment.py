@@ -510,6 +510,14 @@ def load(path: str | Path) -> Experiment:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise ExperimentError(source, "-", "no such file") from None
+    except IsADirectoryError:
+        raise ExperimentError(source, "-", "is a folder; give an experiment .toml file") \
+            from None
+    except UnicodeDecodeError as exc:
+        raise ExperimentError(source, "-", f"not UTF-8 text (byte {exc.object[exc.start]:#04x} "
+                                           f"at offset {exc.start})") from None
+    except OSError as exc:
+        raise ExperimentError(source, "-", f"cannot read: {exc.strerror or exc}") from None
     except tomllib.TOMLDecodeError as exc:
         raise ExperimentError(source, "-", f"not valid TOML: {exc}") from None
     experiment = parse(data, source)

@@ -18,6 +18,10 @@ class KeyExists(FileExistsError):
     """The key is already written; results are never overwritten."""
 
 
+class CorruptFile(ValueError):
+    """A stored file that does not parse; the message names it."""
+
+
 class StoreUnusable(RuntimeError):
     """The store cannot write and read back a key: nothing should start."""
 
@@ -55,7 +59,11 @@ class ResultsStore(abc.ABC):
         return self.put_bytes(key, text.encode(), content_type)
 
     def get_json(self, key: str) -> Any:
-        return json.loads(self.get_bytes(key))
+        data = self.get_bytes(key)
+        try:
+            return json.loads(data)
+        except ValueError as exc:  # not JSON, or not UTF-8 text
+            raise CorruptFile(f"{self.uri(key)}: not valid JSON: {exc}") from None
 
     def get_json_or_none(self, key: str) -> Any:
         try:
