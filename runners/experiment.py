@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from runners import hardware, regions as known_regions
+from runners import hardware, regions as known_regions, tags
 
 BACKENDS = ("sagemaker", "ec2", "bedrock", "openai", "local")
 CLOUD_BACKENDS = ("sagemaker", "ec2", "bedrock")
@@ -450,7 +450,7 @@ def parse(data: dict, source: str) -> Experiment:
         "backend": backend,
         "source": source,
         "description": top.scalar("description", str, ""),
-        "ttl_hours": top.scalar("ttl_hours", float, 3.0, lo=0.25, hi=72),
+        "ttl_hours": top.scalar("ttl_hours", float, 3.0, lo=0.25, hi=tags.MAX_TTL_HOURS),
         "model": _model(top.table("model")),
     }
     if backend in CLOUD_BACKENDS:
