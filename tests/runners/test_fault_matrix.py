@@ -218,3 +218,20 @@ def test_a_kill_loses_only_the_requests_in_flight(loopback, tmp_path):
     finally:
         if proc.poll() is None:
             proc.kill()
+
+
+def test_a_failed_teardown_exits_4_with_one_line(loopback, tmp_path, monkeypatch, capsys):
+    from runners.providers.openai import OpenAIProvider
+
+    monkeypatch.setattr(OpenAIProvider, "teardown", lambda self, placement: {
+        "state": "retry-later", "message": "endpoint still Updating"})
+    exp = write_openai_experiment(tmp_path, loopback().base_url, tools=False, plan=small_plan())
+    outcome = driver.run_experiment(str(exp), str(tmp_path), context_overrides={
+        "teardown_budget_s": 0.5})
+    code, reason = driver.verdict(outcome)
+    assert code == driver.EXIT_TEARDOWN_FAILED
+    assert reason == ("teardown failed: retry-later; the resource may still be running and "
+                      "billing")
+    folder = next(tmp_path.glob("runs/*/*/"))
+    assert json.loads((folder / "teardown.json").read_text())["state"] == "retry-later"
+    assert (folder / "report.md").exists()
