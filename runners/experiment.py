@@ -126,7 +126,7 @@ class Benchmark:
     load_batches: int = 2
     quality_suite: str = "compare40"  # "compare40" | "none"
     toolcall_runs: int = 3
-    # Whole-request deadline, connect to last byte; None = 30 s + max_tokens at 2 tokens/s
+    # Whole-request deadline, connect to last byte; None = 60 s + max_tokens at 2 tokens/s
     # (runners/backends/reply.py default_deadline_s).
     request_deadline_s: float | None = None
 

@@ -22,7 +22,7 @@ OK, ERROR, THROTTLED, TIMEOUT, DEGENERATE = "ok", "error", "throttled", "timeout
 # byte) may take this fixed allowance for queueing and prefill plus its max_tokens at the
 # floor rate; a server slower than that is not one worth measuring, and one that trickles
 # or never answers must not hold a phase for hours.
-DEADLINE_BASE_S = 30.0
+DEADLINE_BASE_S = 60.0
 DEADLINE_FLOOR_TOKENS_PER_S = 2.0
 
 

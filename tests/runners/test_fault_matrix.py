@@ -235,3 +235,28 @@ def test_a_failed_teardown_exits_4_with_one_line(loopback, tmp_path, monkeypatch
     folder = next(tmp_path.glob("runs/*/*/"))
     assert json.loads((folder / "teardown.json").read_text())["state"] == "retry-later"
     assert (folder / "report.md").exists()
+
+
+def test_the_experiments_request_deadline_reaches_every_request(loopback, tmp_path):
+    server = loopback(Truth(hang_s=5.0), faults=["hang"])
+    run = OneRun(tmp_path)
+    run.plan.request_deadline_s = 1.0
+    rec = Recorder(run, "decode", OpenAIHTTPClient(server.base_url, "m"))
+    started = time.monotonic()
+    reply = rec.send(Ask([{"role": "user", "content": "go"}], 512))
+    assert 1.0 <= time.monotonic() - started < 1.8
+    assert reply.status == TIMEOUT
+    assert reply.error == "no complete reply within the 1 s request deadline"
+
+
+def test_request_deadline_is_a_benchmark_field(tmp_path):
+    from runners import experiment
+
+    base = {"name": "xx", "backend": "local", "model": {
+        "id": "m", "served_name": "m", "build": "b", "precision": "int4"}}
+    assert experiment.parse(base, "x").benchmark.request_deadline_s is None
+    plan = experiment.parse({**base, "benchmark": {"request_deadline_s": 90}}, "x").benchmark
+    assert plan.request_deadline_s == 90.0
+    for bad in (0.5, float("nan"), "soon"):
+        with pytest.raises(experiment.ExperimentError, match="benchmark.request_deadline_s"):
+            experiment.parse({**base, "benchmark": {"request_deadline_s": bad}}, "x")
