@@ -18,14 +18,15 @@ class Recorder:
     """Sends requests for one phase, checks every reply for degeneracy, keeps the records.
 
     Every request gets the experiment's `benchmark.request_deadline_s` when the Ask names
-    none (the clients enforce it; without either, a deadline from max_tokens)."""
+    none (the clients enforce it; without either, a deadline from max_tokens). Without a
+    run (the harness-accuracy benchmark) the records stay in `lines` only."""
 
-    def __init__(self, run: Run, phase: str, client):
+    def __init__(self, run: Run | None, phase: str, client):
         self.run, self.phase, self.client = run, phase, client
         self.lines: list[str] = []
         self.degenerate = 0
         self.ok = 0
-        self.deadline_s = run.plan.request_deadline_s
+        self.deadline_s = run.plan.request_deadline_s if run is not None else None
         self._sink = None
         self._lock = threading.Lock()  # the load phase sends from many threads
 
@@ -43,10 +44,11 @@ class Recorder:
             self.degenerate += reply.status == DEGENERATE
             self.ok += reply.status == OK
             self.lines.append(line)
-            if self._sink is None:
+            if self._sink is None and self.run is not None:
                 self._sink = self.run.store.open_lines(
                     self.run.key(f"requests/{self.phase}.jsonl"))
-            self._sink.write(line)
+            if self._sink is not None:
+                self._sink.write(line)
         return reply
 
     def save(self) -> None:
