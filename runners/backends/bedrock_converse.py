@@ -11,7 +11,7 @@ import json
 import time
 from typing import Any
 
-from runners.backends import aws_errors, cancel, shapes
+from runners.backends import aws_errors, aws_runtime, cancel, shapes
 from runners.backends.reply import ERROR, THROTTLED, TIMEOUT, Ask, BackendClient, Reply
 from runners.backends.shapes import BadReply
 
@@ -132,8 +132,8 @@ class BedrockConverseClient(BackendClient):
         if stream is None:
             raise BadReply("response has no stream")
         # botocore offers no per-call deadline: it is checked between events, and a
-        # cancelled run closes the stream.
-        with cancel.in_flight(getattr(stream, "close", lambda: None)):
+        # cancelled run shuts the stream's socket.
+        with cancel.in_flight(aws_runtime.stream_closer(stream)):
             for event in stream:
                 now = time.perf_counter()
                 if now > end_s:

@@ -4,7 +4,11 @@
 sit in socket reads. Setting a flag would not wake them: each client registers, for the
 time a request is in flight, a closer that shuts its connection down, so a blocked read
 returns at once; the client then sees `cancelled()` and records the request as cancelled.
-Requests asked for after `cancel` are not sent.
+Requests asked for after `cancel` are not sent. A request in the main thread needs none of
+this (the signal interrupts its read and KeyboardInterrupt passes through the clients);
+the closers are for the load phase's worker threads: the HTTP client shuts its socket, the
+SageMaker and Bedrock streams shut theirs (aws_runtime.stream_closer). A non-streamed boto3
+call in a worker thread cannot be woken and ends at its read timeout.
 """
 
 from __future__ import annotations

@@ -7,7 +7,7 @@ import json
 import time
 from typing import Any
 
-from runners.backends import aws_errors, cancel, openai_chat, shapes
+from runners.backends import aws_errors, aws_runtime, cancel, openai_chat, shapes
 from runners.backends.reply import ERROR, TIMEOUT, Ask, BackendClient, Reply
 from runners.backends.shapes import BadReply
 
@@ -54,8 +54,8 @@ class SageMakerRuntimeClient(BackendClient):
         assembler = openai_chat.StreamAssembler(reply)
         stream = resp["Body"]
         # botocore offers no per-call deadline: it is checked between events, and a
-        # cancelled run closes the stream.
-        with cancel.in_flight(getattr(stream, "close", lambda: None)):
+        # cancelled run shuts the stream's socket.
+        with cancel.in_flight(aws_runtime.stream_closer(stream)):
             for event in stream:
                 if time.perf_counter() > end_s:
                     reply.status = TIMEOUT
