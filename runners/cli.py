@@ -214,7 +214,12 @@ def _report_run(outcome: dict, verdict: tuple[int, str | None]) -> int:
                   file=sys.stderr)
     if outcome.get("store_fallback"):
         print(outcome["store_fallback"], file=sys.stderr)
-    summary = store.get_json_or_none(context["run_prefix"] + "summary.json")
+    try:
+        summary = store.get_json_or_none(context["run_prefix"] + "summary.json")
+    except Exception as exc:  # a store that failed after the run: the verdict still stands
+        summary = None
+        print(f"summary not readable from {where}: {type(exc).__name__}: {exc}",
+              file=sys.stderr)
     if summary:
         _print_summary(summary, where)
     code, reason = verdict
