@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import select
 import signal
 import subprocess
 import sys
@@ -260,3 +261,35 @@ def test_request_deadline_is_a_benchmark_field(tmp_path):
     for bad in (0.5, float("nan"), "soon"):
         with pytest.raises(experiment.ExperimentError, match="benchmark.request_deadline_s"):
             experiment.parse({**base, "benchmark": {"request_deadline_s": bad}}, "x")
+
+
+def test_sighup_with_the_terminal_gone_still_tears_down(loopback, tmp_path):
+    """The SSH session drops: the terminal closes (every write to it fails from then on)
+    and SIGHUP arrives. The run must tear down and write its report all the same."""
+    import pty
+
+    server = stuck_load(loopback)
+    exp = write_openai_experiment(tmp_path, server.base_url, tools=False,
+                                  plan=small_plan(concurrency=[4]))
+    master, slave = pty.openpty()
+    proc = subprocess.Popen([sys.executable, "-m", "runners", "run", str(exp), "--store",
+                             str(tmp_path)], stdin=slave, stdout=slave, stderr=slave,
+                            cwd=ROOT, start_new_session=True)
+    os.close(slave)
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and not list(tmp_path.glob(
+                "runs/*/*/requests/stream.jsonl")):
+            if select.select([master], [], [], 0.05)[0]:
+                os.read(master, 65536)  # keep the terminal drained while it lives
+            time.sleep(0.05)
+        time.sleep(1.0)  # into the load phase, whose 4 requests the server holds
+    finally:
+        os.close(master)  # the terminal is gone
+    proc.send_signal(signal.SIGHUP)
+    assert proc.wait(30) == 130
+    folder = next(tmp_path.glob("runs/*/*/"))
+    assert json.loads((folder / "teardown.json").read_text())["state"] == "deleted"
+    assert (folder / "report.md").exists()
+    load = [json.loads(l) for l in (folder / "requests/load.jsonl").read_text().splitlines()]
+    assert load and all(r["error"].startswith("cancelled: SIGHUP") for r in load)
