@@ -34,12 +34,13 @@ class ConnectionPool:
         self.timeout_s = timeout_s
         self.idle: queue.LifoQueue[http.client.HTTPConnection] = queue.LifoQueue()
 
-    def get(self) -> http.client.HTTPConnection:
+    def get(self, connect_timeout_s: float | None = None) -> http.client.HTTPConnection:
         try:
             return self.idle.get_nowait()
         except queue.Empty:
             cls = http.client.HTTPSConnection if self.https else http.client.HTTPConnection
-            conn = cls(self.host, self.port, timeout=self.timeout_s)
+            conn = cls(self.host, self.port, timeout=min(connect_timeout_s or self.timeout_s,
+                                                         self.timeout_s))
             conn.connect()
             # Small SSE writes must not wait for Nagle on our side either.
             conn.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
@@ -135,7 +136,11 @@ class OpenAIHTTPClient(BackendClient):
         body = json.dumps(openai_chat.request_body(ask, self.model, self.force_fields)).encode()
         deadline = _Deadline(ask.whole_deadline_s(), self.pool.timeout_s)
         try:
-            conn = self.pool.get()
+            conn = self.pool.get(deadline.total_s)  # a host that is gone costs the deadline
+        except TimeoutError:
+            reply.status = TIMEOUT
+            reply.error = f"connect: no connection within the {deadline.total_s:g} s deadline"
+            return
         except OSError as exc:
             reply.status, reply.error = ERROR, f"connect: {exc}"
             return

@@ -293,3 +293,30 @@ def test_sighup_with_the_terminal_gone_still_tears_down(loopback, tmp_path):
     assert (folder / "report.md").exists()
     load = [json.loads(l) for l in (folder / "requests/load.jsonl").read_text().splitlines()]
     assert load and all(r["error"].startswith("cancelled: SIGHUP") for r in load)
+
+
+def test_a_host_that_takes_no_connection_costs_the_deadline_not_300_s(tmp_path):
+    """A listening socket whose backlog is full drops SYNs, as a host that is gone would."""
+    import socket
+
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(0)
+    port = listener.getsockname()[1]
+    fillers = []
+    for _ in range(3):
+        filler = socket.socket()
+        filler.setblocking(False)
+        filler.connect_ex(("127.0.0.1", port))
+        fillers.append(filler)
+    try:
+        rec = Recorder(OneRun(tmp_path), "decode", OpenAIHTTPClient(f"http://127.0.0.1:{port}",
+                                                                     "m"))
+        started = time.monotonic()
+        reply = rec.send(Ask([{"role": "user", "content": "go"}], 8, deadline_s=1.0))
+        assert time.monotonic() - started < 2.0
+        assert reply.status == TIMEOUT
+        assert reply.error == "connect: no connection within the 1 s deadline"
+    finally:
+        for sock in (listener, *fillers):
+            sock.close()
