@@ -55,6 +55,11 @@ def load_summary(path: Path) -> dict[str, Any]:
         summary = json.loads(path.read_text(encoding="utf-8"))
     except json.JSONDecodeError as exc:
         raise CompareError(f"{path}: not valid JSON: {exc}") from None
+    except UnicodeDecodeError as exc:
+        raise CompareError(f"{path}: not UTF-8 text (byte {exc.object[exc.start]:#04x} at "
+                           f"offset {exc.start})") from None
+    except OSError as exc:
+        raise CompareError(f"{path}: cannot read: {exc.strerror or exc}") from None
     if not isinstance(summary, dict) or summary.get("schema") != SUMMARY_SCHEMA:
         raise CompareError(f"{path}: schema: must be {SUMMARY_SCHEMA!r}")
     for key in ("run_id", "experiment", "backend"):
@@ -511,11 +516,17 @@ def compare(run_dirs: Iterable[str | Path], baseline: str | None = None,
         with_ratios(rows, base)
         with_ratios(runs, base)  # compare.csv keeps one line per run
     out = Path(out_dir)
+    if out.exists() and not out.is_dir():
+        raise CompareError(f"{out}: --out names a file; give an output folder")
     targets = {"markdown": out / "compare.md", "csv": out / "compare.csv"}
     existing = [str(p) for p in targets.values() if p.exists()]
     if existing:
         raise CompareError(f"{existing[0]}: exists; give another output folder")
-    out.mkdir(parents=True, exist_ok=True)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise CompareError(f"{out}: cannot make the output folder: "
+                           f"{exc.strerror or exc}") from None
     text = markdown(rows, base, apart, runs, base and baseline_run(base, baseline))
     targets["markdown"].write_text(text, encoding="utf-8")
     targets["csv"].write_text(csv_text(runs + apart), encoding="utf-8")

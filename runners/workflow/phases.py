@@ -228,7 +228,12 @@ def run_phase(name: str, context: dict[str, Any], *,
         result = {"error": f"{type(exc).__name__}: {exc}",
                   "traceback": traceback.format_exc(limit=8), "finished_at": utc_now()}
         if name != "report":
-            key = _record(run, name, result)
+            try:
+                key = _record(run, name, result)
+            except Exception as again:  # the store failed too: say both, raise neither
+                result["error"] += f" (and its record was not written: {type(again).__name__}"\
+                                   f": {again})"
+                key = None
         return {"phase": name, "state": "failed", "key": key, "error": result["error"],
                 "updates": {}}
     result, updates = out
