@@ -10,6 +10,7 @@ Rooms, each a subpackage whose docstring says what it owns and what it may impor
     checks/      what runs before anything bills (preflight)
     results/     the results store, the run report, compare
     cost/        prices and $ arithmetic, the cost phase
+    telemetry/   engine log facts, /metrics, CloudWatch logs and metrics, device samples
     workflow/    phase list, local driver, Lambda handler, starter, execution contract
     watchdog/    the scheduled sweep that deletes what outlived its run
 
