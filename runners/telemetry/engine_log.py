@@ -25,6 +25,8 @@ _ANSI = re.compile(r"\x1b\[[0-9;]*m")
 _CLOUDWATCH = re.compile(
     r"^(?P<cw>\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:?\d\d)?|\d\d:\d\d:\d\d)"
     r"\s+(?:(?P<stream>[\w.-]+/[\w./-]+)\s+)?")
+# journalctl -o short-iso (the EC2 boot script's engine.log): "<host> <identifier>[<pid>]: "
+_JOURNAL = re.compile(r"^[\w.-]+ [\w@./-]+\[\d+\]: ")
 _PROCESS = re.compile(r"^\((?P<process>[A-Za-z][\w-]*(?: rank=\d+)? pid=\d+)\)\s+")
 # vllm/logger.py: "%(levelname)s %(asctime)s [%(fileinfo)s:%(lineno)d] %(message)s" with
 # datefmt "%m-%d %H:%M:%S"; releases before the brackets: "... %(filename)s:%(lineno)d]".
@@ -55,6 +57,8 @@ def split_line(number: int, raw: str, at: str | None = None) -> Line:
     if m := _CLOUDWATCH.match(text):
         at = at or m["cw"]
         text = text[m.end():]
+        if j := _JOURNAL.match(text):
+            text = text[j.end():]
     process = level = source = None
     if m := _PROCESS.match(text):
         process, text = m["process"], text[m.end():]

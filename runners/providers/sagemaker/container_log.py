@@ -104,3 +104,32 @@ def healthy_note(placement: dict[str, Any], now: datetime) -> str:
     minutes = (now - since).total_seconds() / 60
     return (f"Its container has answered SageMaker's /ping with 200 since {at} "
             f"({minutes:.0f} min): the model server is up, the endpoint is not yet InService.")
+
+
+def collect(logs, cloudwatch, placement: dict[str, Any], start_s: float,
+            end_s: float) -> dict[str, Any]:
+    """After teardown (both survive the endpoint): the container log since creation as
+    JSON lines of events, and the endpoint's CloudWatch metrics over the run's window."""
+    import json
+
+    from runners.providers.sagemaker import names
+    from runners.telemetry import cloudwatch_metrics
+
+    files: dict[str, bytes] = {}
+    missing: dict[str, str] = {}
+    endpoint = placement.get("endpoint_name")
+    if not endpoint or not placement.get("provision_started_at"):
+        return {"files": {}, "missing": {"engine-log.jsonl": "no endpoint was created"},
+                "location": None}
+    lines = _read(logs, placement, _ms(placement["provision_started_at"]) - SLACK_MS)
+    if isinstance(lines, str):
+        missing["engine-log.jsonl"] = lines
+    else:
+        files["engine-log.jsonl"] = "".join(json.dumps(e) + "\n" for e in lines).encode()
+    try:
+        found = cloudwatch_metrics.endpoint_metrics(cloudwatch, endpoint, names.VARIANT_NAME,
+                                                    start_s=start_s, end_s=end_s)
+        files["cloudwatch-metrics.json"] = (json.dumps(found, indent=1) + "\n").encode()
+    except Exception as exc:  # noqa: BLE001 - recorded; teardown has already happened
+        missing["cloudwatch-metrics.json"] = f"GetMetricData for {endpoint}: {exc}"
+    return {"files": files, "missing": missing, "location": log_group(endpoint)}

@@ -229,6 +229,12 @@ class SageMakerProvider(Provider):
                                       self.experiment.model.served_name,
                                       supports_tools=bool(engine and engine.tool_call_parser))
 
+    def collect_telemetry(self, placement: dict[str, Any], start_s: float,
+                          end_s: float) -> dict[str, Any]:
+        region = placement.get("region") or "-"
+        return container_log.collect(self._client("logs", region),
+                                     self._client("cloudwatch", region), placement, start_s, end_s)
+
     def teardown(self, placement: dict[str, Any]) -> dict[str, Any]:
         placement = copy.deepcopy(placement)
         now = self.now()
