@@ -11,6 +11,7 @@ import io
 import json
 from typing import Any
 
+from runners.results import engine_section
 from runners.results.store import KeyExists, ResultsStore, latest_attempt_key
 from runners.run_context import utc_now
 
@@ -64,8 +65,7 @@ def build_summary(files: dict[str, Any]) -> dict[str, Any]:
                      "filter_ok": toolcall.get("filter_ok", 0)},
         "degenerate_responses": sum((files.get(p) or {}).get("degenerate_responses", 0)
                                     for p in MEASURING),
-        "memory": {k: (placement.get("memory") or {}).get(k)
-                   for k in ("weights_gib", "kv_cache_tokens")},
+        **engine_section.summary_fields(files, placement),  # memory, telemetry: with sources
         "cost": files.get("cost") or {},
     }
 
@@ -120,6 +120,7 @@ def markdown(summary: dict[str, Any], files: dict[str, Any], charts_note: str,
                          (" / ".join(f"{lat[k]:.3f}" for k in ("p50", "p90", "p99"))
                           if lat else "-") + " |")
         lines.append("")
+    lines += engine_section.markdown_lines(s)
     lines += _cost_lines(s["cost"])
     lines += ["## Phases", "", "| phase | outcome |", "|---|---|"]
     for name in PHASE_FILES:
@@ -239,7 +240,8 @@ def read_files(store: ResultsStore, prefix: str) -> dict[str, Any]:
     keys = set(store.list(prefix))  # one listing, not a lookup per file and attempt
     # Repeated steps (a second region, a retried teardown) keep every attempt; the last counts.
     found = {name: latest_attempt_key(f"{prefix}{name}", keys) for name in names}
-    return {name: store.get_json(key) if key else None for name, key in found.items()}
+    files = {name: store.get_json(key) if key else None for name, key in found.items()}
+    return {**files, "telemetry": engine_section.read_telemetry(store, prefix, keys)}
 
 
 def _put_new(store: ResultsStore, key: str, data: bytes, content_type: str,
