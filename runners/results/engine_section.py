@@ -338,3 +338,27 @@ def markdown_lines(summary: dict[str, Any]) -> list[str]:
             + _metrics_lines(tele.get("endpoint_metrics"),
                              (summary.get("decode") or {}).get("intercept_s"))
             + _device_lines(tele.get("device"), summary))
+
+
+def device_chart(plt, files: dict[str, Any], save) -> None:
+    """Accelerator utilization over the run, each measuring phase shaded and named."""
+    samples = (files.get("telemetry") or {}).get("device")
+    if not samples or not samples["rows"]:
+        return
+    rows, t0 = samples["rows"], samples["rows"][0]["t"]
+    keys = (("utilization_gpu_pct", "GPU busy %"), ("utilization_memory_pct",
+                                                    "memory controller busy %")) \
+        if samples["kind"] == "nvidia-smi" else (("utilization_pct", "NeuronCore busy %"),)
+    fig, ax = plt.subplots(figsize=(8, 3.5))
+    for key, label in keys:
+        ax.plot([r["t"] - t0 for r in rows], [r[key] for r in rows], lw=1, label=label)
+    for i, name in enumerate(PHASE_NAMES):
+        data = files.get(name) or {}
+        start, end = _epoch(data.get("started_at")), _epoch(data.get("finished_at"))
+        if start is not None and end is not None:  # neighbouring phases in alternate greys
+            ax.axvspan(start - t0, end - t0, color="0.5" if i % 2 else "0.8", alpha=0.25)
+            ax.text((start + end) / 2 - t0, 102, name, ha="center", fontsize=7)
+    ax.set(xlabel="seconds since the first sample", ylabel="%", ylim=(0, 110),
+           title=f"Accelerator over the phases ({samples['kind']}, 1 Hz)")
+    ax.legend(loc="lower right", fontsize=7)
+    save("device_utilization.png", fig)

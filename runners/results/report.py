@@ -229,6 +229,7 @@ def render_charts(summary: dict[str, Any], files: dict[str, Any]) -> tuple[dict[
         ax.set_yscale("log")
         ax.legend()
         save("latency.png", fig)
+    engine_section.device_chart(plt, files, save)
     return pngs, f"{len(pngs)} chart(s) drawn with matplotlib."
 
 

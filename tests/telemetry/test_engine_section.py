@@ -106,6 +106,7 @@ def test_ec2_run_with_device_samples_and_engine_log(tmp_path):
     md = out["markdown"]
     assert "| decode | 41 | 90% | 60% | 72 W | 20,480 MiB |" in md
     assert "the memory controller was busy 60% of the decode phase" in md
+    assert "charts/device_utilization.png" in " ".join(out["written"])
 
 
 def test_missing_sources_are_stated_never_blank(tmp_path):
