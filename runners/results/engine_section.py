@@ -210,7 +210,11 @@ def _engine_lines(mem: dict[str, Any]) -> list[str]:
             continue
         if key == "max_concurrency" and mem.get("max_model_len"):
             label = f"max concurrency at {mem['max_model_len']:,} tokens"
+        if key == "weights_gib" and mem.get("engine") != "vllm":
+            label = "weights"
         value = mem.get(key)
+        if value is None and not missing:  # no engine log: only the figures there are
+            continue
         source = mem["source"] if value is not None else (
             f"missing: {missing.get(key) or 'not in the log'}")
         lines.append(f"| {label} | {_fmt(fmt, value)} | {source} |")
