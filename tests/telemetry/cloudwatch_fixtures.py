@@ -3,8 +3,12 @@
 
 from __future__ import annotations
 
+import contextlib
 from datetime import datetime
 from pathlib import Path
+
+import botocore.session
+from botocore.stub import Stubber
 
 FIXTURES = Path(__file__).with_name("fixtures")
 
@@ -31,3 +35,13 @@ def pages(events: list[dict], size: int) -> list[dict]:
             page["nextToken"] = f"tok-{i + size}"
         out.append(page)
     return out
+
+
+@contextlib.contextmanager
+def stubbed(service: str):
+    """A botocore client for `service` behind a Stubber that must use every response."""
+    client = botocore.session.get_session().create_client(
+        service, region_name="us-east-2", aws_access_key_id="x", aws_secret_access_key="x")
+    with Stubber(client) as stub:
+        yield client, stub
+        stub.assert_no_pending_responses()

@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import botocore.session
 import pytest
-from botocore.stub import Stubber
 
 from runners.telemetry import engine_log
 from runners.telemetry.cloudwatch_logs import LogsUnavailable, endpoint_log_lines
-from tests.telemetry.cloudwatch_fixtures import events_from_log, pages
+from tests.telemetry.cloudwatch_fixtures import events_from_log, pages, stubbed
 
 ENDPOINT = "bs-e2b-emb4-ml-g6-0123456789"
 GROUP = f"/aws/sagemaker/Endpoints/{ENDPOINT}"
@@ -16,11 +14,8 @@ GROUP = f"/aws/sagemaker/Endpoints/{ENDPOINT}"
 
 @pytest.fixture
 def logs():
-    client = botocore.session.get_session().create_client(
-        "logs", region_name="us-east-2", aws_access_key_id="x", aws_secret_access_key="x")
-    with Stubber(client) as stub:
-        yield client, stub
-        stub.assert_no_pending_responses()
+    with stubbed("logs") as pair:
+        yield pair
 
 
 def test_pages_are_followed_to_the_end_and_read_as_engine_facts(logs):

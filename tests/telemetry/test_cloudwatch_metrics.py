@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import datetime as dt
 
-import botocore.session
 import pytest
-from botocore.stub import Stubber
 
 from runners.telemetry import cloudwatch_metrics
+from tests.telemetry.cloudwatch_fixtures import stubbed
 
 UTC = dt.timezone.utc
 START = dt.datetime(2026, 10, 12, 0, 20, 0, tzinfo=UTC)
@@ -16,11 +15,8 @@ START = dt.datetime(2026, 10, 12, 0, 20, 0, tzinfo=UTC)
 
 @pytest.fixture
 def cloudwatch():
-    client = botocore.session.get_session().create_client(
-        "cloudwatch", region_name="us-east-2", aws_access_key_id="x", aws_secret_access_key="x")
-    with Stubber(client) as stub:
-        yield client, stub
-        stub.assert_no_pending_responses()
+    with stubbed("cloudwatch") as pair:
+        yield pair
 
 
 def minutes(n: int) -> list[dt.datetime]:
