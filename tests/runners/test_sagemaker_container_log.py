@@ -70,8 +70,10 @@ def test_creating_endpoint_with_a_healthy_container_says_so_and_facts_come_at_in
     world.clock.moment = T0 + timedelta(minutes=6)
     world.expect_describe("us-east-2", "Creating")
     world.expect_log_read(events[:17])
-    placement = provider.poll_ready(placement)["placement"]
+    looked = provider.poll_ready(placement)
+    placement = looked["placement"]
     assert placement["container_healthy_at"] == "2026-12-03T01:03:05Z"
+    assert looked["message"] == "Creating; container answering /ping 200 since 2026-12-03T01:03:05Z"
     (alert,) = world.alerts("us-east-2")
     assert "answered SageMaker's /ping with 200 since 2026-12-03T01:03:05Z (3 min)" in \
         alert["Message"]

@@ -19,6 +19,9 @@ from runners.telemetry import engine_log
 from runners.telemetry.cloudwatch_logs import LogsUnavailable, endpoint_log_lines, log_group
 
 CHECK_EVERY_S = 30
+# The whole run's log at teardown: /ping every 5 s, a stats line every 10 s and one access
+# line per request come to about 1,500 lines an hour before the load phases add theirs.
+COLLECT_MAX_LINES = 100_000
 # The endpoint is created just after the provision phase's clock starts; a minute of slack
 # covers clock skew between the client and CloudWatch.
 SLACK_MS = 60_000
@@ -34,9 +37,11 @@ def _iso(ms: int) -> str:
     return datetime.fromtimestamp(ms / 1000, timezone.utc).strftime(ISO)
 
 
-def _read(logs, placement: dict[str, Any], start_ms: int) -> list[dict] | str:
+def _read(logs, placement: dict[str, Any], start_ms: int,
+          max_lines: int = 10_000) -> list[dict] | str:
     try:
-        return endpoint_log_lines(logs, placement["endpoint_name"], start_ms=start_ms)
+        return endpoint_log_lines(logs, placement["endpoint_name"], start_ms=start_ms,
+                                  max_lines=max_lines)
     except LogsUnavailable as exc:
         return f"no engine log: {exc}"
     except Exception as exc:  # noqa: BLE001 - a log read must not stop the run
@@ -121,7 +126,8 @@ def collect(logs, cloudwatch, placement: dict[str, Any], start_s: float,
     if not endpoint or not placement.get("provision_started_at"):
         return {"files": {}, "missing": {"engine-log.jsonl": "no endpoint was created"},
                 "location": None}
-    lines = _read(logs, placement, _ms(placement["provision_started_at"]) - SLACK_MS)
+    lines = _read(logs, placement, _ms(placement["provision_started_at"]) - SLACK_MS,
+                  max_lines=COLLECT_MAX_LINES)
     if isinstance(lines, str):
         missing["engine-log.jsonl"] = lines
     else:

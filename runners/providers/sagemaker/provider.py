@@ -189,7 +189,10 @@ class SageMakerProvider(Provider):
         threshold_s = self.experiment.sagemaker.creating_alert_minutes * 60
         if status == "Creating" and waited_s >= threshold_s and not placement["alerted"]:
             self._alert_stuck(placement, waited_s, now)
-        return {"state": "waiting", "placement": placement, "waited_s": waited_s}
+        healthy = placement.get("container_healthy_at")
+        return {"state": "waiting", "placement": placement, "waited_s": waited_s,
+                "message": f"{status}" + (f"; container answering /ping 200 since {healthy}"
+                                          if healthy else "")}
 
     def _alert_stuck(self, placement: dict, waited_s: float, now: datetime) -> None:
         """SNS alert: an endpoint once sat 3.29 h in Creating, billing, with a healthy
