@@ -108,3 +108,31 @@ def test_an_unreadable_log_is_recorded_and_the_endpoint_still_becomes_ready():
     assert looked["placement"]["engine_facts"]["missing"] == (
         f"no engine log: logs:FilterLogEvents on /aws/sagemaker/Endpoints/{world.endpoint()} "
         "denied")
+
+
+def test_collect_telemetry_after_teardown_copies_the_log_and_the_metrics():
+    world = LoggedWorld(sagemaker_experiment(regions=["us-east-2"]), deployed=("us-east-2",))
+    cloudwatch = botocore.session.get_session().create_client("cloudwatch",
+                                                              region_name="us-east-2")
+    metrics_stub = Stubber(cloudwatch)
+    metrics_stub.activate()
+    factory = world.factory
+    world.factory = lambda s, r: cloudwatch if s == "cloudwatch" else factory(s, r)
+    provider = world.provider()
+    world.expect_create("us-east-2")
+    placement = provider.provision(RUN_ID, "us-east-2")
+    events = shifted_events(timedelta(minutes=1))
+    world.expect_log_read(events)
+    metrics_stub.add_response("get_metric_data", {"MetricDataResults": [
+        {"Id": "overhead_latency_ms", "Timestamps": [T0 + timedelta(minutes=8)],
+         "Values": [241_000.0], "StatusCode": "Complete"}]})
+    start_s = T0.timestamp()
+    got = provider.collect_telemetry(placement, start_s, start_s + 900)
+    lines = got["files"]["engine-log.jsonl"].decode().splitlines()
+    assert len(lines) == len(events) and '"stream": "AllTraffic/i-0a1b2c3d4e5f60718"' in lines[0]
+    import json
+    metrics = json.loads(got["files"]["cloudwatch-metrics.json"])
+    assert metrics["metrics"]["overhead_latency_ms"]["value"] == 241.0
+    assert got["missing"] == {}
+    metrics_stub.assert_no_pending_responses()
+    world.logs_stub.assert_no_pending_responses()
