@@ -171,7 +171,9 @@ def device_phases(files: dict[str, Any]) -> dict[str, Any] | None:
 
 
 def summary_fields(files: dict[str, Any], placement: dict[str, Any]) -> dict[str, Any]:
-    """summary.json `memory` and `telemetry`."""
+    """summary.json `memory` and `telemetry`. The await_ready placement is the one that
+    saw the endpoint become ready (engine facts, container health, the full timeline)."""
+    placement = (files.get("await_ready") or {}).get("placement") or placement
     timeline = {e["event"]: e["at"] for e in placement.get("timeline") or []}
     return {"memory": memory(files, placement), "telemetry": {
         "container_healthy_at": placement.get("container_healthy_at"),

@@ -61,7 +61,9 @@ def events_from_log_items() -> list[dict]:
 
 
 def test_sagemaker_run_report_states_every_figure_with_its_source(tmp_path):
-    store = run_folder(tmp_path, "sagemaker", sagemaker_placement())
+    placed = {"region": "us-east-2", "instance_type": "ml.g6.xlarge"}
+    store = run_folder(tmp_path, "sagemaker", placed)  # the manifest keeps provision's
+    store.put_json("await_ready.json", {"state": "ready", "placement": sagemaker_placement()})
     lines = "".join(json.dumps({"timestamp_ms": e["timestamp"], "stream": e["logStreamName"],
                                 "message": e["message"]}) + "\n" for e in events_from_log())
     store.put_bytes("telemetry/engine-log.jsonl", lines.encode())
@@ -120,3 +122,17 @@ def test_missing_sources_are_stated_never_blank(tmp_path):
     md = out["markdown"]
     assert "no engine log: not in s3://cache/engines/e/telemetry/r1/" in md
     assert "## Accelerator over the phases\n\nnot in s3://cache" in md
+
+
+def test_sagemaker_facts_from_await_ready_when_teardown_copied_nothing(tmp_path):
+    store = run_folder(tmp_path, "sagemaker", {"region": "us-east-2"})
+    store.put_json("await_ready.json", {"state": "ready", "placement": sagemaker_placement()})
+    store.put_json("telemetry.json", {"files": [], "missing": {
+        "engine-log.jsonl": "no engine log: logs:FilterLogEvents on /aws/... denied",
+        "cloudwatch-metrics.json": "GetMetricData for bs-x: AccessDenied"}})
+    s = report.write_report(store, "")["summary"]
+    assert s["memory"]["kv_cache_tokens"] == 1_209_977
+    assert s["memory"]["source"] == "engine log: CloudWatch Logs /aws/..."
+    assert s["telemetry"]["endpoint_metrics"] == {
+        "source": None, "missing": "GetMetricData for bs-x: AccessDenied"}
+    assert s["telemetry"]["container_healthy_at"] == "2026-10-12T00:19:04Z"
