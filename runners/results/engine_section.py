@@ -79,6 +79,8 @@ def memory(files: dict[str, Any], placement: dict[str, Any]) -> dict[str, Any]:
         tele.get("index"), ENGINE_LOGS, "no engine log: none was collected for this run")
     if backend == "bedrock":
         why = "no engine log: Bedrock does not expose its engine"
+    elif backend == "openai":
+        why = "no engine log: an OpenAI-compatible endpoint exposes no engine log"
     if not why.startswith("no engine log"):
         why = f"no engine log: {why}"
     return engine_log.memory_block(None, why)

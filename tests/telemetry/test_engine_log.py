@@ -114,3 +114,18 @@ def test_cli_engine_log_bad_input_is_one_line(tmp_path, capsys):
     assert cli.main(["engine-log", str(tmp_path / "absent.log")]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 2 and all(line.startswith("error: ") for line in err)
+
+
+def test_the_version_banner_with_and_without_the_logo():
+    """vllm/entrypoints/utils.py log_version_and_model: the logo (one message of several
+    lines, so CloudWatch keeps it in one event) or, with VLLM_DISABLE_LOG_LOGO, one line."""
+    logo = ("(APIServer pid=1) INFO 12-01 10:00:00 [utils.py:299] \n"
+            "       █     █     █▄   ▄█\n"
+            " ▄▄ ▄█ █     █     █ ▀▄▀ █  version 0.30.0\n"
+            "  █▄█▀ █     █     █     █  model   google/gemma-4-E2B-it\n"
+            "   ▀▀  ▀▀▀▀▀ ▀▀▀▀▀ ▀     ▀\n")
+    f = engine_log.parse([{"timestamp_ms": 1796290000000, "message": logo}], "logo")
+    assert (f["vllm_version"], f["model"]) == ("0.30.0", "google/gemma-4-E2B-it")
+    plain = engine_log.parse(["(APIServer pid=1) INFO 12-01 10:00:00 [utils.py:299] vLLM server "
+                              "version 0.30.0, serving model google/gemma-4-E2B-it"], "plain")
+    assert (plain["vllm_version"], plain["model"]) == ("0.30.0", "google/gemma-4-E2B-it")
