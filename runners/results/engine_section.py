@@ -177,7 +177,11 @@ def summary_fields(files: dict[str, Any], placement: dict[str, Any]) -> dict[str
     saw the endpoint become ready (engine facts, container health, the full timeline)."""
     placement = (files.get("await_ready") or {}).get("placement") or placement
     timeline = {e["event"]: e["at"] for e in placement.get("timeline") or []}
-    return {"memory": memory(files, placement), "telemetry": {
+    mem = memory(files, placement)
+    return {"memory": mem, "telemetry": {
+        # where each block of summary.json comes from; the blocks below carry their own
+        "sources": {"decode": "client", "stream": "client", "load": "client",
+                    "quality": "client", "toolcall": "client", "memory": mem.get("source")},
         "container_healthy_at": placement.get("container_healthy_at"),
         "in_service_at": timeline.get("in_service"),
         "server_load": server_levels(files),
@@ -204,7 +208,9 @@ def _fmt(fmt: str, value: Any) -> str:
 
 
 def _engine_lines(mem: dict[str, Any]) -> list[str]:
-    lines = ["## What the engine allocates", ""]
+    lines = ["## What the engine allocates", "",
+             "The figures above (decode, stream, load, quality, tool call) are the client's; "
+             "each one below names its own source.", ""]
     if not mem.get("source"):
         return lines + [mem.get("missing") or "no engine log", ""]
     missing = mem.get("missing") if isinstance(mem.get("missing"), dict) else {}

@@ -103,10 +103,14 @@ def _i(x: str) -> int:
 
 
 def _args(x: str) -> Any:
-    try:  # vLLM prints a Python dict repr
-        return ast.literal_eval(x)
-    except (ValueError, SyntaxError):
+    """vLLM prints a Python dict repr; kept JSON-ready (a set or tuple becomes a list, an
+    object repr it cannot read keeps the raw text)."""
+    try:
+        value = ast.literal_eval(x)
+    except (ValueError, SyntaxError, MemoryError, RecursionError):
         return x
+    return json.loads(json.dumps(value, default=lambda v: sorted(v, key=str)
+                                 if isinstance(v, (set, frozenset)) else str(v)))
 
 
 @dataclass(frozen=True)

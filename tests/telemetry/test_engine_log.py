@@ -129,3 +129,12 @@ def test_the_version_banner_with_and_without_the_logo():
     plain = engine_log.parse(["(APIServer pid=1) INFO 12-01 10:00:00 [utils.py:299] vLLM server "
                               "version 0.30.0, serving model google/gemma-4-E2B-it"], "plain")
     assert (plain["vllm_version"], plain["model"]) == ("0.30.0", "google/gemma-4-E2B-it")
+
+
+def test_non_default_args_stay_json_ready():
+    f = engine_log.parse(["(APIServer pid=1) INFO 12-01 10:00:00 [utils.py:233] non-default "
+                          "args: {'model': 'm', 'limit_mm_per_prompt': {'image': 0}, "
+                          "'enable_prefix_caching': True, 'allowed_origins': {'b', 'a'}}"], "x")
+    assert json.loads(json.dumps(f["non_default_args"])) == {
+        "model": "m", "limit_mm_per_prompt": {"image": 0}, "enable_prefix_caching": True,
+        "allowed_origins": ["a", "b"]}
