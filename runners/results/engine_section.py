@@ -18,8 +18,8 @@ from runners.telemetry import device, engine_log
 TELEMETRY = "telemetry/"
 ENGINE_LOGS = ("engine.log", "engine-log.jsonl")
 DEVICE_FILES = ("nvidia-smi.csv", "neuron-monitor.jsonl")
-LOCAL_MEMORY_SOURCE = ("local provider: GGUF file size and the n_ctx setting (not the "
-                       "engine log)")
+LOCAL_MEMORY_SOURCE = ("local provider: GGUF file size; KV cache cells from llama.cpp's "
+                       "startup lines (runners/providers/local.py engine_facts)")
 
 
 def _epoch(iso: str | None) -> float | None:
@@ -73,7 +73,7 @@ def memory(files: dict[str, Any], placement: dict[str, Any]) -> dict[str, Any]:
     if placement.get("memory"):  # the local backend's own figures
         local = placement["memory"]
         return {**engine_log.memory_block(None, ""), **local, "source": LOCAL_MEMORY_SOURCE,
-                "missing": "no engine log: llama-cpp-python runs without --verbose"}
+                "missing": "llama.cpp logs no load, compile or profiling figures"}
     backend = ((files.get("manifest") or {}).get("experiment") or {}).get("backend")
     why = (placement.get("engine_facts") or {}).get("missing") or _missing(
         tele.get("index"), ENGINE_LOGS, "no engine log: none was collected for this run")

@@ -11,7 +11,7 @@ import io
 import json
 from typing import Any
 
-from runners.results import engine_section
+from runners.results import engine_local_section, engine_section
 from runners.results.store import KeyExists, ResultsStore, latest_attempt_key
 from runners.run_context import utc_now
 
@@ -66,6 +66,7 @@ def build_summary(files: dict[str, Any]) -> dict[str, Any]:
         "degenerate_responses": sum((files.get(p) or {}).get("degenerate_responses", 0)
                                     for p in MEASURING),
         **engine_section.summary_fields(files, placement),  # memory, telemetry: with sources
+        "host": engine_local_section.host(placement),
         "cost": files.get("cost") or {},
     }
 
@@ -120,6 +121,7 @@ def markdown(summary: dict[str, Any], files: dict[str, Any], charts_note: str,
                          (" / ".join(f"{lat[k]:.3f}" for k in ("p50", "p90", "p99"))
                           if lat else "-") + " |")
         lines.append("")
+    lines += engine_local_section.lines(s, files)
     lines += engine_section.markdown_lines(s)
     lines += _cost_lines(s["cost"])
     lines += ["## Phases", "", "| phase | outcome |", "|---|---|"]

@@ -203,6 +203,9 @@ FORMATS: tuple[Format, ...] = (
     _fmt("llama.cpp", [("weights_buffer_mib", _f)], "%s: %12s model buffer size = %8.2f MiB",
          "llama.cpp src/llama-model.cpp load_tensors (one line per buffer)",
          r"^load_tensors:\s+\S+ model buffer size =\s+([\d.]+) MiB$"),
+    _fmt("llama.cpp", [("n_ctx_train", _i)], "%s: n_ctx_train           = %u",
+         "llama.cpp src/llama-model.cpp print_info",
+         r"^print_info: n_ctx_train\s+= (\d+)$"),
     _fmt("llama.cpp", [("n_ctx", _i)], "%s: n_ctx                 = %u",
          "llama.cpp src/llama-context.cpp llama_context",
          r"^llama_context: n_ctx\s+= (\d+)$"),
@@ -224,7 +227,8 @@ MENTIONS: dict[str, str] = {
 VLLM_FACTS = ("vllm_version", "model", "non_default_args", "weights_gib", "load_s",
               "kv_cache_tokens", "max_model_len", "max_concurrency", "available_kv_gib",
               "peak_activation_gib", "torch_compile_s", "engine_init_s")
-LLAMA_CPP_FACTS = ("model", "weights_gib", "n_ctx", "kv_cache_tokens", "kv_cache_mib")
+LLAMA_CPP_FACTS = ("model", "weights_gib", "n_ctx_train", "n_ctx", "kv_cache_tokens",
+                   "kv_cache_mib")
 WHY_MISSING = {
     "peak_activation_gib": "vLLM's V1 worker logs peak activation only at DEBUG "
                            "(VLLM_LOGGING_LEVEL=DEBUG)",

@@ -70,7 +70,8 @@ def test_unknown_format_is_reported_missing_with_the_line_never_guessed():
 def test_llama_cpp_startup_lines():
     f = facts("llama-cpp-startup.log")
     assert f["engine"] == "llama.cpp" and f["model"] == "Gemma 3 270m It"
-    assert f["n_ctx"] == 2048 and f["kv_cache_tokens"] == 2048 and f["kv_cache_mib"] == 12.0
+    assert f["n_ctx_train"] == 32768 and f["n_ctx"] == 2048
+    assert f["kv_cache_tokens"] == 2048 and f["kv_cache_mib"] == 12.0
     assert round(f["weights_gib"], 4) == round(271.81 / 1024, 4)
     assert f["missing"] == {}
 
