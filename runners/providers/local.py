@@ -201,6 +201,20 @@ class LocalProvider(Provider):
                                 supports_tools=tools, force_fields=force,
                                 tool_fields=TOOL_FIELDS if tools else None)
 
+    def collect_telemetry(self, placement: dict[str, Any], start_s: float,
+                          end_s: float) -> dict[str, Any]:
+        """The engine's log (llama.cpp's startup lines, uvicorn's access lines), kept with
+        the run: the temp file it was written to does not outlive the machine."""
+        path = (placement or {}).get("log")
+        if not path:
+            return {"files": {}, "missing": {"engine.log": "no engine was started"},
+                    "location": None}
+        try:
+            return {"files": {"engine.log": Path(path).read_bytes()}, "missing": {},
+                    "location": path}
+        except OSError as exc:
+            return {"files": {}, "missing": {"engine.log": f"{path}: {exc}"}, "location": path}
+
     def teardown(self, placement: dict[str, Any]) -> dict[str, Any]:
         pid = (placement or {}).get("pid")
         # Interrupted between Popen and the placement reaching the driver: stop what we hold.

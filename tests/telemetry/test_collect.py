@@ -76,3 +76,15 @@ def test_a_provider_that_breaks_is_recorded_not_raised(tmp_path):
 
     index = telemetry_collect.after_teardown(FakeRun(tmp_path, Broken()), {})
     assert index["missing"] == {"telemetry": "RuntimeError: no route"}
+
+
+def test_local_provider_keeps_its_engine_log(tmp_path):
+    from runners.providers.local import LocalProvider
+
+    log = tmp_path / "engine.log"
+    log.write_text("llama_context: n_ctx                 = 2048\n")
+    provider = LocalProvider(experiment.load(EXPERIMENTS_DIR / "local-smollm2-135m.toml"))
+    got = provider.collect_telemetry({"log": str(log)}, 0, 1)
+    assert got["files"] == {"engine.log": b"llama_context: n_ctx                 = 2048\n"}
+    gone = provider.collect_telemetry({"log": str(tmp_path / "absent.log")}, 0, 1)
+    assert "absent.log" in gone["missing"]["engine.log"]
