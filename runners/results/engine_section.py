@@ -223,8 +223,8 @@ def _engine_lines(mem: dict[str, Any]) -> list[str]:
         if key == "weights_gib" and mem.get("engine") != "vllm":
             label = "weights"
         value = mem.get(key)
-        if value is None and not missing:  # no engine log: only the figures there are
-            continue
+        if value is None and (not missing or mem.get("engine") != "vllm"):
+            continue  # no engine log, or a vLLM-only figure: only the figures there are
         source = mem["source"] if value is not None else (
             f"missing: {missing.get(key) or 'not in the log'}")
         lines.append(f"| {label} | {_fmt(fmt, value)} | {source} |")
