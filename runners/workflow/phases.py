@@ -156,7 +156,7 @@ def teardown(run: Run) -> tuple[dict[str, Any], dict[str, Any]]:
         if outcome.get("state") == "deleted" or time.monotonic() + POLL_INTERVAL_S > deadline:
             break
         time.sleep(POLL_INTERVAL_S)
-    telemetry = telemetry_collect.after_teardown(run, placement)  # once the meter stopped
+    telemetry = telemetry_collect.after_teardown(run, placement, outcome.get("state"))
     return {"state": outcome.get("state"), "attempts": attempts, "finished_at": utc_now(),
             "telemetry": {"files": telemetry["files"], "missing": telemetry["missing"]},
             # what stopped a workflow run early, recorded with the run

@@ -2,8 +2,8 @@
 samples, the endpoint's CloudWatch metrics) copied into the run folder under telemetry/,
 with telemetry.json saying what came, from where, and why anything did not.
 
-Runs once per run (a retried teardown finds telemetry.json and reads it back); a source
-that cannot be read is written down, never raised: the meter has stopped already.
+Runs once per run, after the delete went through (a later call finds telemetry.json and
+reads it back); a source that cannot be read is written down, never raised.
 """
 
 from __future__ import annotations
@@ -21,10 +21,16 @@ def _epoch(iso: str | None) -> float | None:
     return dt.datetime.fromisoformat(iso.replace("Z", "+00:00")).timestamp()
 
 
-def after_teardown(run: Run, placement: dict[str, Any] | None) -> dict[str, Any]:
+def after_teardown(run: Run, placement: dict[str, Any] | None,
+                   teardown_state: str | None = "deleted") -> dict[str, Any]:
+    """Collect once the delete went through; a teardown still to be retried collects
+    nothing yet (the workflow calls again), so the log covers the whole endpoint life."""
     key = run.key("telemetry.json")
     if run.store.exists(key):
         return run.store.get_json(key)
+    if teardown_state != "deleted":
+        return {"files": [], "missing": {"telemetry": f"teardown {teardown_state}: "
+                                         "collected once the delete goes through"}}
     placement = placement or {}
     end_s = time.time()
     start_s = (_epoch(placement.get("provision_started_at")) or _epoch(run.context.get(

@@ -88,3 +88,19 @@ def test_local_provider_keeps_its_engine_log(tmp_path):
     assert got["files"] == {"engine.log": b"llama_context: n_ctx                 = 2048\n"}
     gone = provider.collect_telemetry({"log": str(tmp_path / "absent.log")}, 0, 1)
     assert "absent.log" in gone["missing"]["engine.log"]
+
+
+def test_nothing_is_collected_while_the_delete_is_still_refused(tmp_path):
+    class Counting:
+        calls = 0
+
+        def collect_telemetry(self, *args):
+            Counting.calls += 1
+            return {"files": {}, "missing": {}, "location": None}
+
+    run = FakeRun(tmp_path, Counting())
+    waiting = telemetry_collect.after_teardown(run, {}, "retry-later")
+    assert Counting.calls == 0 and "retry-later" in waiting["missing"]["telemetry"]
+    assert not (tmp_path / "telemetry.json").exists()
+    telemetry_collect.after_teardown(run, {}, "deleted")
+    assert Counting.calls == 1 and (tmp_path / "telemetry.json").exists()
