@@ -17,6 +17,6 @@ Rooms, each a subpackage whose docstring says what it owns and what it may impor
 Shared by all rooms, at the top: experiment (the schema), hardware (the catalog),
 regions, tags, run_context (what every phase gets), progress, code_digest; cli is the
 command line over all of them. Imports point one way: workflow -> measure, providers,
-results -> backends, cost -> the shared modules -> standard library and boto3
+results -> backends, cost, telemetry -> the shared modules -> standard library and boto3
 (tests/unit/test_import_rules.py).
 """
