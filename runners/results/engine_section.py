@@ -345,7 +345,8 @@ def _timeline_lines(tele: dict[str, Any]) -> list[str]:
     return lines + [""]
 
 
-def markdown_lines(summary: dict[str, Any]) -> list[str]:
+def lines(summary: dict[str, Any], files: dict[str, Any] | None = None) -> list[str]:
+    """The report's telemetry sections (a report.SECTIONS entry)."""
     tele = summary.get("telemetry") or {}
     return (_engine_lines(summary.get("memory") or {}) + _timeline_lines(tele)
             + _server_lines(tele.get("server_load") or [])
@@ -354,11 +355,13 @@ def markdown_lines(summary: dict[str, Any]) -> list[str]:
             + _device_lines(tele.get("device"), summary))
 
 
-def device_chart(plt, files: dict[str, Any], save) -> None:
-    """Accelerator utilization over the run, each measuring phase shaded and named."""
+
+def device_figure(plt, summary: dict[str, Any], files: dict[str, Any]):
+    """Accelerator utilization over the run, each measuring phase shaded and named; None
+    without device samples (results/charts.py turns the figure into the PNG)."""
     samples = (files.get("telemetry") or {}).get("device")
     if not samples or not samples["rows"]:
-        return
+        return None
     rows, t0 = samples["rows"], samples["rows"][0]["t"]
     keys = (("utilization_gpu_pct", "GPU busy %"), ("utilization_memory_pct",
                                                     "memory controller busy %")) \
@@ -373,6 +376,7 @@ def device_chart(plt, files: dict[str, Any], save) -> None:
             ax.axvspan(start - t0, end - t0, color="0.5" if i % 2 else "0.8", alpha=0.25)
             ax.text((start + end) / 2 - t0, 102, name, ha="center", fontsize=7)
     ax.set(xlabel="seconds since the first sample", ylabel="%", ylim=(0, 110),
-           title=f"Accelerator over the phases ({samples['kind']}, 1 Hz)")
+           title=f"Accelerator over the phases — run {summary.get('run_id')}\n"
+                 f"{samples['kind']}, 1 Hz, n = {len(rows)} samples")
     ax.legend(loc="lower right", fontsize=7)
-    save("device_utilization.png", fig)
+    return fig
