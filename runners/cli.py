@@ -123,6 +123,21 @@ def _cmd_start(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_engine_log(args: argparse.Namespace) -> int:
+    from runners.telemetry import engine_log
+
+    path = Path(args.file)
+    text = path.read_text(encoding="utf-8", errors="replace")
+    facts = engine_log.parse(engine_log.read_file_items(text), f"engine log: {path}")
+    if not facts["engine"]:
+        print(f"error: {path}: no vLLM or llama.cpp line in a known format", file=sys.stderr)
+        return 2
+    if not args.stats:
+        facts["stats"] = engine_log.stats_summary(facts["stats"])
+    print(json.dumps(facts, indent=2, default=str))
+    return 0
+
+
 def _cmd_watchdog(args: argparse.Namespace) -> int:
     from runners.watchdog import cli as watchdog_cli
 
@@ -336,6 +351,13 @@ def build_parser() -> argparse.ArgumentParser:
     begin.add_argument("--region", help="region to start in (default: the experiment's "
                                          "first); its other regions are the fallbacks")
     begin.set_defaults(func=_cmd_start)
+    elog = sub.add_parser("engine-log", help="read a vLLM or llama.cpp log (plain, CloudWatch "
+                                             "prefixed, or FilterLogEvents JSON): print the "
+                                             "engine's start-up facts as JSON")
+    elog.add_argument("file")
+    elog.add_argument("--stats", action="store_true",
+                      help="list every periodic stats line (default: a summary)")
+    elog.set_defaults(func=_cmd_engine_log)
     watchdog = sub.add_parser(
         "watchdog", help="sweep regions for expired benchstack resources (the Lambda's code)")
     watchdog.add_argument("--dry-run", action="store_true",

@@ -215,6 +215,7 @@ def row(summary: dict[str, Any], path: Path) -> dict[str, Any]:
         "roofline_ceiling_tokens_per_s": ceiling, "roofline_share": share,
         "weights_gib": weights, "weights_from": weights_from,
         "kv_cache_tokens": (summary.get("memory") or {}).get("kv_cache_tokens"),
+        "load_s": (summary.get("memory") or {}).get("load_s"),
         "usd_per_hour": cost.get("usd_per_hour"),
         "usd_per_million_one_request": per_million.get("one_request"),
         "usd_per_million_highest": per_million.get("highest_concurrency"),
@@ -428,9 +429,10 @@ def markdown(rows: list[dict[str, Any]], baseline: dict[str, Any] | None,
           _times(r["x_decode"]), _times(r["x_usd_one_request"]),
           _times(r["x_usd_highest"])] for i, r in enumerate(rows)])
     memory = _table(
-        ["Backend", "Weights", "KV cache", "$/hour", "Break-even vs Bedrock"],
+        ["Backend", "Weights", "KV cache", "Model load", "$/hour", "Break-even vs Bedrock"],
         [[r["label"], _num(r["weights_gib"], 2, " GiB"),
-          _num(r["kv_cache_tokens"], 0, " tokens"), _num(r["usd_per_hour"], 4),
+          _num(r["kv_cache_tokens"], 0, " tokens"), _num(r["load_s"], 1, " s"),
+          _num(r["usd_per_hour"], 4),
           _num(r["break_even_tokens_per_s"], 0, " tok/s")] for r in rows])
     billable = _table(
         ["Backend", "Run", "Billable minutes", "Cost of the run", "Prices"],
@@ -467,7 +469,7 @@ def markdown(rows: list[dict[str, Any]], baseline: dict[str, Any] | None,
 CSV_FIELDS = (
     "run_id", "experiment", "backend", "label", "precision", "bandwidth_gb_per_s",
     "decode_tokens_per_s", "roofline_ceiling_tokens_per_s", "roofline_share", "weights_gib",
-    "weights_from", "kv_cache_tokens", "usd_per_hour", "usd_per_million_one_request",
+    "weights_from", "kv_cache_tokens", "load_s", "usd_per_hour", "usd_per_million_one_request",
     "usd_per_million_highest", "highest_concurrency", "bedrock_usd_per_million_with_input",
     "toolcalls", "quality",
     "billable_minutes", "billable_usd", "billable_final", "break_even_tokens_per_s",

@@ -25,6 +25,7 @@ from runners.measure import phases as measure
 from runners.measure.recorder import Recorder
 from runners.providers.base import ProvisionError
 from runners.results import report
+from runners.workflow import telemetry_collect
 from runners.run_context import Run, utc_from_epoch, utc_now
 
 PHASES: tuple[str, ...] = (
@@ -155,7 +156,9 @@ def teardown(run: Run) -> tuple[dict[str, Any], dict[str, Any]]:
         if outcome.get("state") == "deleted" or time.monotonic() + POLL_INTERVAL_S > deadline:
             break
         time.sleep(POLL_INTERVAL_S)
+    telemetry = telemetry_collect.after_teardown(run, placement, outcome.get("state"))
     return {"state": outcome.get("state"), "attempts": attempts, "finished_at": utc_now(),
+            "telemetry": {"files": telemetry["files"], "missing": telemetry["missing"]},
             # what stopped a workflow run early, recorded with the run
             "workflow_error": run.context.get("workflow_error") or None}, {}
 

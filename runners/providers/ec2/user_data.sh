@@ -138,3 +138,63 @@ UNIT
 systemctl daemon-reload
 systemctl enable --now benchstack-engine
 echo "benchstack: engine unit started on port $PORT"
+
+# >>> benchstack telemetry (issue 19) >>>
+# Accelerator samples at 1 Hz and the engine's log, copied to the experiment's cache prefix
+# under telemetry/<run id>/ every 30 s and once more when the instance shuts down (the unit
+# stops after the engine unit, before the network). The run's teardown reads them from
+# there into the run folder. Like the cache push, the scripts read their values from the
+# launch values file, never from text pasted into them.
+telemetry_run=$(imds meta-data/tags/instance/benchstack:run-id || true)
+printf 'TELEMETRY_DIR=%q\nTELEMETRY_URI=%q\n' /var/log/benchstack-telemetry \
+  "$CACHE_URI/telemetry/${telemetry_run:-untagged-$(imds meta-data/instance-id)}" >> "$VALUES"
+. "$VALUES"
+mkdir -p "$TELEMETRY_DIR"
+cat > /usr/local/sbin/benchstack-device-sampler <<'SAMPLER'
+#!/bin/bash
+# nvidia-smi CSV rows, or neuron-monitor reports each prefixed with its epoch time.
+. /etc/benchstack/launch.env
+if [ "$ACCELERATOR" = nvidia ] && command -v nvidia-smi >/dev/null; then
+  exec nvidia-smi --query-gpu=timestamp,utilization.gpu,utilization.memory,memory.used,memory.total,clocks.mem,power.draw \
+    --format=csv,noheader,nounits -l 1 >> "$TELEMETRY_DIR/nvidia-smi.csv"
+elif command -v neuron-monitor >/dev/null; then
+  printf '%s\n' '{"period": "1s", "neuron_runtimes": [{"tag_filter": ".*", "metrics": [{"type": "neuroncore_counters"}, {"type": "memory_used"}]}], "system_metrics": []}' > "$TELEMETRY_DIR/neuron-monitor.conf"
+  neuron-monitor -c "$TELEMETRY_DIR/neuron-monitor.conf" | while IFS= read -r line; do
+    printf '{"t": %s, "sample": %s}\n' "$(date +%s.%N)" "$line"
+  done >> "$TELEMETRY_DIR/neuron-monitor.jsonl"
+else
+  echo "no nvidia-smi or neuron-monitor on this instance" > "$TELEMETRY_DIR/device-missing.txt"
+  exec sleep infinity
+fi
+SAMPLER
+cat > /usr/local/sbin/benchstack-telemetry-push <<'PUSH'
+#!/bin/bash
+. /etc/benchstack/launch.env
+export AWS_DEFAULT_REGION
+journalctl -u benchstack-engine -o short-iso --no-pager > "$TELEMETRY_DIR/engine.log" 2>&1
+for f in "$TELEMETRY_DIR"/*; do
+  aws s3 cp --only-show-errors "$f" "$TELEMETRY_URI/$(basename "$f")" || echo "benchstack: telemetry push of $f failed"
+done
+PUSH
+chmod 0755 /usr/local/sbin/benchstack-device-sampler /usr/local/sbin/benchstack-telemetry-push
+cat > /etc/systemd/system/benchstack-telemetry.service <<'UNIT'
+[Unit]
+Description=benchstack device samples and telemetry push
+Before=benchstack-engine.service
+After=network-online.target
+Wants=network-online.target
+
+[Service]
+ExecStart=/usr/local/sbin/benchstack-device-sampler
+ExecStopPost=/usr/local/sbin/benchstack-telemetry-push
+TimeoutStopSec=120
+
+[Install]
+WantedBy=multi-user.target
+UNIT
+systemctl daemon-reload
+systemctl enable --now benchstack-telemetry
+systemd-run --unit=benchstack-telemetry-push --on-active=30s --on-unit-active=30s \
+  /usr/local/sbin/benchstack-telemetry-push
+echo "benchstack: telemetry to $TELEMETRY_URI/"
+# <<< benchstack telemetry <<<
