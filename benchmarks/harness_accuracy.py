@@ -28,6 +28,7 @@ from benchmarks.loopback_server import Truth
 from runners.backends.openai_http import OpenAIHTTPClient
 from runners.measure import phases as measure
 from runners.measure import stats
+from runners.measure.load import burst as load_burst
 from runners.measure.recorder import Recorder
 
 CONCURRENCY = (1, 2, 4, 8, 16, 32, 64)
@@ -95,7 +96,7 @@ def load_accuracy(client: OpenAIHTTPClient, truth: Truth) -> list[dict]:
             replies: list = []
             busy = 0.0
             for _ in range(BATCHES):
-                intended, done = measure.send_batch(rec, ask, c, pool)
+                intended, done = load_burst.send_batch(rec, ask, c, pool)
                 busy += max(r.last_s for r in done) - intended
                 replies += done
             cpu1 = resource.getrusage(resource.RUSAGE_SELF)

@@ -35,7 +35,8 @@ def one_request_rate(results: Mapping[str, Any]) -> tuple[float | None, str | No
 
 def highest_concurrency_rate(results: Mapping[str, Any]) -> tuple[float | None, int | None]:
     """Aggregate output tokens/s at the highest concurrency that produced tokens."""
-    measured = [lv for lv in results.get("load") or [] if lv.get("tokens_per_s")]
+    measured = [lv for lv in results.get("load") or [] if lv.get("tokens_per_s")
+                and lv.get("concurrency")]
     if not measured:
         return None, None
     top = max(measured, key=lambda lv: lv["concurrency"])

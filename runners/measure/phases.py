@@ -13,16 +13,20 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from runners import progress
-from runners.backends.reply import DEGENERATE, ERROR, THROTTLED, TIMEOUT, Ask, Reply
-from runners.measure import quality_suite
+from runners.backends.reply import Ask, Reply
+from runners.measure import prompts, quality_suite
 from runners.measure import stats
 from runners.measure import toolcall_check
+from runners.measure.load import burst as load_burst
+from runners.measure.load import concurrency as load_concurrency
+from runners.measure.load import level as load_level
+from runners.measure.load import rate as load_rate
+from runners.measure.load import sweep as load_sweep
 from runners.measure.recorder import Recorder
 from runners.run_context import Run
 
 FORCED_PROMPT = "Write a long story about a lighthouse keeper and the sea."
 TOOLCALL_MAX_TURNS = 4
-LOAD_LEAD_S = 0.005  # threads are armed this long before the intended send time
 
 
 def forced_ask(tokens: int, stream: bool) -> Ask:
@@ -30,14 +34,29 @@ def forced_ask(tokens: int, stream: bool) -> Ask:
                force_tokens=True)
 
 
+def request_source(run: Run, rec: Recorder, max_tokens: int):
+    """(ask(variant) -> Ask, prompt report(replies) -> dict | None) for the stream and load
+    requests: the short fixed prompt, or `prompt_tokens` engine tokens when the plan says."""
+    tokens = run.plan.prompt_tokens
+    if tokens is None:
+        ask = forced_ask(max_tokens, True)
+        return (lambda variant: ask), (lambda replies: None)
+    builder = prompts.PromptBuilder(rec)
+    builder.calibrate(tokens)
+
+    def report(replies: list[Reply]) -> dict[str, Any]:
+        return builder.report(tokens, [r.prompt_tokens for r in replies
+                                       if r.ok and r.prompt_tokens is not None])
+
+    return (lambda variant: builder.ask(tokens, max_tokens, stream=True, variant=variant)), \
+        report
+
+
 def _seconds(reply: Reply) -> float:
     return reply.last_s - reply.start_s
 
 
-def output_tokens(reply: Reply) -> int:
-    """The server's count; without usage, one token per streamed content chunk (what
-    llama.cpp and vLLM send), which callers report as `usage_missing`."""
-    return reply.completion_tokens if reply.completion_tokens is not None else len(reply.chunk_s)
+output_tokens = load_level.output_tokens
 
 
 def warmup(run: Run, rec: Recorder) -> dict[str, Any]:
@@ -110,92 +129,64 @@ def decode(run: Run, rec: Recorder) -> dict[str, Any]:
 
 def stream_metrics(replies: list[Reply]) -> dict[str, Any]:
     """TTFT, ITL, TPOT and end-to-end latency (vLLM bench serve definitions) of OK replies."""
-    ttft, itl, tpot, e2el = [], [], [], []
-    missing_usage = 0
-    for reply in replies:
-        if not reply.ok or reply.first_s is None:
-            continue
-        ttft.append(reply.first_s - reply.start_s)
-        e2el.append(reply.last_s - reply.start_s)
-        itl += [b - a for a, b in zip(reply.chunk_s, reply.chunk_s[1:])]
-        missing_usage += reply.usage_source == "missing"
-        tokens = output_tokens(reply)
-        if tokens > 1:
-            tpot.append((reply.last_s - reply.first_s) / (tokens - 1))
-    return {"ttft_s": stats.distribution(ttft), "itl_s": stats.distribution(itl),
-            "tpot_s": stats.distribution(tpot), "e2el_s": stats.distribution(e2el),
-            "usage_missing": missing_usage}
-
-
-def _counts(replies: list[Reply]) -> dict[str, int]:
-    return {"requests": len(replies), "ok": sum(r.ok for r in replies),
-            "errors": sum(r.status in (ERROR, TIMEOUT) for r in replies),
-            "timeouts": sum(r.status == TIMEOUT for r in replies),
-            "throttles": sum(r.status == THROTTLED for r in replies),
-            "degenerate": sum(r.status == DEGENERATE for r in replies)}
+    good = [r for r in replies if r.ok and r.first_s is not None]
+    return {**load_level.latencies(good),
+            "usage_missing": sum(r.usage_source == "missing" for r in good)}
 
 
 def stream(run: Run, rec: Recorder) -> dict[str, Any]:
+    ask, prompt_report = request_source(run, rec, run.plan.stream_tokens)
     replies = []
     for i in range(run.plan.stream_requests):
         progress.emit("stream", "", i, run.plan.stream_requests)
-        replies.append(rec.send(forced_ask(run.plan.stream_tokens, True), index=i))
-    return {"tokens": run.plan.stream_tokens, **_counts(replies), **stream_metrics(replies),
-            "errors_seen": sorted({r.error for r in replies if r.error})[:5]}
-
-
-def _sleep_until(target_s: float) -> None:
-    delay = target_s - time.perf_counter()
-    if delay > 0:
-        time.sleep(delay)
-
-
-def send_batch(rec: Recorder, ask: Ask, concurrency: int, pool: ThreadPoolExecutor,
-               **extra: Any) -> tuple[float, list[Reply]]:
-    """`concurrency` copies of `ask` meant to leave together: (intended send time, replies).
-    Threads are armed a little ahead and sleep until the intended time."""
-    intended = time.perf_counter() + LOAD_LEAD_S
-
-    def one(_: int) -> Reply:
-        _sleep_until(intended)
-        return rec.send(ask, intended_s=intended, concurrency=concurrency, **extra)
-
-    return intended, list(pool.map(one, range(concurrency)))
-
-
-def load_level(rec: Recorder, ask: Ask, concurrency: int, batches: int,
-               pool: ThreadPoolExecutor) -> dict[str, Any]:
-    """`batches` bursts of `concurrency` requests sent together; latency counts from the
-    intended send time, so a slow client shows up as latency rather than hiding."""
-    rec.client.prepare(concurrency)
-    replies: list[Reply] = []
-    busy_s = 0.0
-    for batch in range(batches):
-        intended, done = send_batch(rec, ask, concurrency, pool, batch=batch)
-        busy_s += max(r.last_s for r in done) - intended
-        replies += done
-    good = [r for r in replies if r.ok]
-    tokens = sum(output_tokens(r) for r in good)
-    lag = [r.send_s - r.intended_s for r in replies]
-    return {"concurrency": concurrency, "batches": batches, **_counts(replies),
-            "output_tokens": tokens, "seconds": busy_s,
-            "tokens_per_s": tokens / busy_s if good and busy_s > 0 else None,
-            "usage_missing": sum(r.usage_source == "missing" for r in good),
-            "latency_s": stats.distribution(_seconds(r) for r in good),
-            "ttft_s": stats.distribution(r.first_s - r.start_s for r in good if r.first_s),
-            "scheduling_lag_s": stats.distribution(lag),
+        replies.append(rec.send(ask(i), index=i, prompt_tokens_asked=run.plan.prompt_tokens))
+    return {"tokens": run.plan.stream_tokens, **load_level.counts(replies), **stream_metrics(replies),
+            "prompt": prompt_report(replies),
             "errors_seen": sorted({r.error for r in replies if r.error})[:5]}
 
 
 def load(run: Run, rec: Recorder) -> dict[str, Any]:
+    """One level per concurrency (burst, concurrency modes) or per rate (rate mode, rising
+    when `sweep`); runners/measure/load/ has a module per profile, one record format."""
     plan = run.plan
-    ask = forced_ask(plan.load_tokens, True)
-    levels = []
-    with ThreadPoolExecutor(max_workers=max(plan.concurrency)) as pool:
-        for i, concurrency in enumerate(plan.concurrency):
-            progress.emit("load", f"concurrency {concurrency}", i, len(plan.concurrency))
-            levels.append(load_level(rec, ask, concurrency, plan.load_batches, pool))
-    return {"tokens": plan.load_tokens, "levels": levels}
+    ask, prompt_report = request_source(run, rec, plan.load_tokens)
+    extra = {"load_mode": plan.load_mode, "prompt_tokens_asked": plan.prompt_tokens}
+    levels: list[dict[str, Any]] = []
+    replies: list[Reply] = []
+    result: dict[str, Any] = {"tokens": plan.load_tokens, "mode": plan.load_mode}
+    workers = max(plan.concurrency) if plan.load_mode != "rate" else plan.max_in_flight
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        if plan.load_mode == "rate":
+            def rate_level(rate: float, i: int) -> dict[str, Any]:
+                progress.emit("load", f"{rate:g} requests/s", i, len(plan.rates))
+                rec.client.prepare(min(plan.max_in_flight, max(1, round(rate))))
+                figures, done = load_rate.run_level(
+                    rec, ask, rate, load_concurrency.window_from_now(plan), pool,
+                    arrival=plan.arrival, burstiness=plan.burstiness, seed=plan.seed + i,
+                    level=i, **extra)
+                replies.extend(done)
+                levels.append(figures)
+                return figures
+
+            if plan.sweep:
+                _, result["sweep"] = load_sweep.run(plan.rates, rate_level)
+            else:
+                for i, rate in enumerate(plan.rates):
+                    rate_level(rate, i)
+        else:
+            for i, concurrency in enumerate(plan.concurrency):
+                progress.emit("load", f"concurrency {concurrency}", i, len(plan.concurrency))
+                if plan.load_mode == "burst":
+                    figures, done = load_burst.run_level(rec, ask, concurrency,
+                                                         plan.load_batches, pool, level=i,
+                                                         **extra)
+                else:
+                    figures, done = load_concurrency.run_level(
+                        rec, ask, concurrency, load_concurrency.window_from_now(plan), pool,
+                        level=i, **extra)
+                levels.append(figures)
+                replies += done
+    return {**result, "levels": levels, "prompt": prompt_report(replies)}
 
 
 def quality(run: Run, rec: Recorder) -> dict[str, Any]:

@@ -11,11 +11,12 @@ import io
 import json
 from typing import Any
 
+from runners.results import workload_section
 from runners.results.store import KeyExists, ResultsStore, latest_attempt_key
 from runners.run_context import utc_now
 
 SCHEMA = "benchstack.summary/1"
-MEASURING = ("warmup", "decode", "stream", "load", "quality", "toolcall")
+MEASURING = ("warmup", "decode", "stream", "context", "load", "quality", "toolcall")
 PHASE_FILES = ("provision", "await_ready", *MEASURING, "teardown")
 DIST_KEYS = ("p50", "p90", "p99", "mean")
 
@@ -53,10 +54,9 @@ def build_summary(files: dict[str, Any]) -> dict[str, Any]:
         "decode": {k: decode.get(k) for k in ("tokens_per_s", "intercept_s", "short_tokens",
                                                "long_tokens", "repeats", "tokens_verified")},
         "stream": {k: _dist(stream.get(k)) for k in ("ttft_s", "itl_s", "tpot_s", "e2el_s")},
-        "load": [{"concurrency": lvl["concurrency"], "tokens_per_s": lvl["tokens_per_s"],
-                  "requests": lvl["requests"], "errors": lvl["errors"],
-                  "throttles": lvl["throttles"], "latency_s": _dist(lvl["latency_s"])}
-                 for lvl in load],
+        "load": workload_section.summary_load(load),
+        "load_profile": workload_section.summary_load_profile(files.get("load")),
+        "context": workload_section.summary_context(files.get("context")),
         "quality": None if not quality or quality.get("skipped") or "correct" not in quality
         else {"correct": quality["correct"], "total": quality["total"]},
         "toolcall": {"supported": toolcall.get("supported"), "runs": toolcall.get("runs", 0),
@@ -109,7 +109,7 @@ def markdown(summary: dict[str, Any], files: dict[str, Any], charts_note: str,
     lines += [f"| tool call (count_ids) | {tc_text} |",
               f"| degenerate responses | {s['degenerate_responses']} |",
               f"| weights (GiB) | {_num(s['memory']['weights_gib'], '{:.3f}')} |", ""]
-    if s["load"]:
+    if s["load"] and all(lvl["concurrency"] for lvl in s["load"]):
         lines += ["## Throughput vs concurrency", "",
                   "| concurrency | tokens/s | requests | errors | throttles | latency p50 / p90 "
                   "/ p99 (s) |", "|---|---|---|---|---|---|"]
@@ -120,6 +120,7 @@ def markdown(summary: dict[str, Any], files: dict[str, Any], charts_note: str,
                          (" / ".join(f"{lat[k]:.3f}" for k in ("p50", "p90", "p99"))
                           if lat else "-") + " |")
         lines.append("")
+    lines += workload_section.markdown_lines(s)
     lines += _cost_lines(s["cost"])
     lines += ["## Phases", "", "| phase | outcome |", "|---|---|"]
     for name in PHASE_FILES:
@@ -206,7 +207,7 @@ def render_charts(summary: dict[str, Any], files: dict[str, Any]) -> tuple[dict[
             ax.legend()
         ax.set(xlabel="reply tokens", ylabel="seconds", title="Decode rate")
         save("decode_rate.png", fig)
-    levels = [lvl for lvl in summary["load"] if lvl["tokens_per_s"]]
+    levels = [lvl for lvl in summary["load"] if lvl["tokens_per_s"] and lvl["concurrency"]]
     if levels:
         fig, ax = plt.subplots(figsize=(6, 4))
         ax.plot([lvl["concurrency"] for lvl in levels], [lvl["tokens_per_s"] for lvl in levels],
@@ -228,6 +229,7 @@ def render_charts(summary: dict[str, Any], files: dict[str, Any]) -> tuple[dict[
         ax.set_yscale("log")
         ax.legend()
         save("latency.png", fig)
+    workload_section.charts(summary, plt, save)
     return pngs, f"{len(pngs)} chart(s) drawn with matplotlib."
 
 

@@ -1,0 +1,47 @@
+"""The workload fields of [benchmark]: prompt length, context sweep, load profile, SLO,
+dataset; each bad value gets its one line."""
+
+from __future__ import annotations
+
+import pytest
+
+from runners.experiment import Slo, parse
+from tests.unit.test_experiment_schema import SAGEMAKER, error_of, with_
+
+
+def bench(**values) -> dict:
+    return with_(SAGEMAKER, "benchmark", values)
+
+
+def test_defaults_keep_the_seeds_plan():
+    plan = parse(SAGEMAKER, "x").benchmark
+    assert (plan.load_mode, plan.concurrency, plan.load_batches) == ("burst", (1, 4, 16), 2)
+    assert plan.prompt_tokens is None and plan.context_lengths == () and plan.slo is None
+
+
+def test_a_rate_plan_with_an_slo_reads_back():
+    plan = parse(bench(load_mode="rate", rates=[1, 2.5], arrival="constant", sweep=True,
+                       slo={"ttft_ms": 500, "tpot_ms": 50}), "x").benchmark
+    assert plan.rates == (1.0, 2.5) and plan.sweep is True
+    assert plan.slo == Slo(ttft_ms=500.0, tpot_ms=50.0, e2el_ms=None, percentile=90.0)
+
+
+@pytest.mark.parametrize("values, field, words", [
+    ({"load_mode": "rate"}, "benchmark.rates", "is required with load_mode"),
+    ({"rates": [1.0]}, "benchmark.rates", "only used with load_mode"),
+    ({"load_mode": "rate", "rates": [2, 1]}, "benchmark.rates", "must rise"),
+    ({"load_mode": "steady"}, "benchmark.load_mode", "allowed: burst, concurrency, rate"),
+    ({"arrival": "bursty"}, "benchmark.arrival", "allowed: poisson, constant"),
+    ({"context_lengths": [512, 64]}, "benchmark.context_lengths", "must rise"),
+    ({"context_lengths": [64, 8000]}, "benchmark.context_lengths[1]",
+     "exceed the engine's context of 8192"),
+    ({"prompt_tokens": 8100}, "benchmark.prompt_tokens", "allowed up to 7936"),
+    ({"load_duration_s": 8}, "benchmark.load_duration_s", "leaves nothing to measure"),
+    ({"slo": {}}, "benchmark.slo.ttft_ms", "sets no bound"),
+    ({"slo": {"ttft": 5}}, "benchmark.slo.ttft", "unknown field"),
+    ({"dataset": {"path": "p.jsonl", "format": "csv"}}, "benchmark.dataset.format",
+     "allowed: jsonl, sharegpt"),
+])
+def test_bad_workload_gets_one_line(values, field, words):
+    err = error_of(bench(**values))
+    assert err.field_path == field and words in err.message, str(err)
