@@ -39,6 +39,7 @@ PHASE_TIMEOUT_S: dict[str, int] = {
     "warmup": 600,
     "decode": 600,
     "stream": 600,
+    "context": 840,
     "load": 840,
     "quality": 840,
     "toolcall": 300,

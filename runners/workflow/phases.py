@@ -21,6 +21,7 @@ from typing import Any, Callable
 
 from runners import code_digest, progress
 from runners.cost import phase as cost_phase
+from runners.measure import context as measure_context
 from runners.measure import phases as measure
 from runners.measure.recorder import Recorder
 from runners.providers.base import ProvisionError
@@ -29,7 +30,7 @@ from runners.run_context import Run, utc_from_epoch, utc_now
 
 PHASES: tuple[str, ...] = (
     "provision", "await_ready",
-    "warmup", "decode", "stream", "load", "quality", "toolcall",
+    "warmup", "decode", "stream", "context", "load", "quality", "toolcall",
     "cost",
     "teardown", "report",
 )
@@ -192,6 +193,7 @@ _RUNNERS: dict[str, Callable[[Run], Any]] = {
     "await_ready": await_ready,
     **{name: _measuring(getattr(measure, name), name)
        for name in ("warmup", "decode", "stream", "load", "quality", "toolcall")},
+    "context": _measuring(measure_context.run, "context"),
     "cost": cost,
     "teardown": teardown,
     "report": lambda run: (report.write_report(run.store, run.prefix), {}),
