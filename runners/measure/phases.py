@@ -14,7 +14,7 @@ from typing import Any
 
 from runners import progress
 from runners.backends.reply import Ask, Reply
-from runners.measure import prompts, quality_suite
+from runners.measure import prompts, quality_suite, slo
 from runners.measure import stats
 from runners.measure import toolcall_check
 from runners.measure.load import burst as load_burst
@@ -140,8 +140,8 @@ def stream(run: Run, rec: Recorder) -> dict[str, Any]:
     for i in range(run.plan.stream_requests):
         progress.emit("stream", "", i, run.plan.stream_requests)
         replies.append(rec.send(ask(i), index=i, prompt_tokens_asked=run.plan.prompt_tokens))
-    return {"tokens": run.plan.stream_tokens, **load_level.counts(replies), **stream_metrics(replies),
-            "prompt": prompt_report(replies),
+    return {"tokens": run.plan.stream_tokens, **load_level.counts(replies),
+            **stream_metrics(replies), "prompt": prompt_report(replies),
             "errors_seen": sorted({r.error for r in replies if r.error})[:5]}
 
 
@@ -150,7 +150,8 @@ def load(run: Run, rec: Recorder) -> dict[str, Any]:
     when `sweep`); runners/measure/load/ has a module per profile, one record format."""
     plan = run.plan
     ask, prompt_report = request_source(run, rec, plan.load_tokens)
-    extra = {"load_mode": plan.load_mode, "prompt_tokens_asked": plan.prompt_tokens}
+    extra = {"load_mode": plan.load_mode, "prompt_tokens_asked": plan.prompt_tokens,
+             "slo": plan.slo}
     levels: list[dict[str, Any]] = []
     replies: list[Reply] = []
     result: dict[str, Any] = {"tokens": plan.load_tokens, "mode": plan.load_mode}
@@ -186,7 +187,8 @@ def load(run: Run, rec: Recorder) -> dict[str, Any]:
                         level=i, **extra)
                 levels.append(figures)
                 replies += done
-    return {**result, "levels": levels, "prompt": prompt_report(replies)}
+    return {**result, "levels": levels, "prompt": prompt_report(replies),
+            "slo": slo.phase_block(levels, plan.slo)}
 
 
 def quality(run: Run, rec: Recorder) -> dict[str, Any]:

@@ -102,7 +102,8 @@ def context_lines(rows: list[dict[str, Any]]) -> list[str]:
     return lines + [""]
 
 
-def load_lines(levels: list[dict[str, Any]], profile: dict[str, Any] | None) -> list[str]:
+def load_lines(levels: list[dict[str, Any]], profile: dict[str, Any] | None,
+               cost: dict[str, Any] | None = None) -> list[str]:
     """The per-level table of every profile; burst levels also keep report.py's table."""
     if not levels:
         return []
@@ -140,8 +141,10 @@ def load_lines(levels: list[dict[str, Any]], profile: dict[str, Any] | None) -> 
                      else "not saturated within the levels run.")]
     slo = (profile or {}).get("slo")
     if slo:
+        price = ((cost or {}).get("usd_per_million_output_tokens") or {}).get("slo_rate")
         lines += ["", f"SLO ({slo.get('description')}): highest rate holding it "
-                  f"{_f(slo.get('highest_rate_holding'), '{:g}')} requests/s."]
+                  f"{_f(slo.get('highest_rate_holding'), '{:g}')} requests/s"
+                  + (f", ${price:,.3f} per 1M output tokens there." if price else ".")]
     return lines + [""]
 
 
@@ -152,7 +155,8 @@ def _ms1(d: dict[str, Any] | None) -> str:
 def markdown_lines(summary: dict[str, Any]) -> list[str]:
     """The report's workload sections, in order: context, then load levels."""
     return (context_lines(summary.get("context") or [])
-            + load_lines(summary.get("load") or [], summary.get("load_profile")))
+            + load_lines(summary.get("load") or [], summary.get("load_profile"),
+                         summary.get("cost")))
 
 
 # ---------------------------------------------------------------- charts

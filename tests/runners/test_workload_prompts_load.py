@@ -188,6 +188,7 @@ def test_a_rate_plan_runs_through_the_driver_into_summary_and_report(loopback, t
                           stream_tokens=8, load_tokens=8, toolcall_runs=0, quality_suite="none",
                           load_mode="rate", rates=[5, 10], load_duration_s=2.0,
                           load_warmup_s=0.5, load_cooldown_s=0.5, arrival="constant")
+    plan += "\n[benchmark.slo]\nttft_ms = 2000\npercentile = 99\n"
     exp = write_openai_experiment(tmp_path, server.base_url, plan=plan)
     outcome = driver.run_experiment(str(exp), str(tmp_path / "store"))
     assert all(r["state"] != "failed" for r in outcome["results"]), outcome["results"]
@@ -198,6 +199,10 @@ def test_a_rate_plan_runs_through_the_driver_into_summary_and_report(loopback, t
     assert summary["load"][1]["requests_per_s"] == pytest.approx(10, rel=0.1)
     assert summary["load"][1]["ttft_s"]["n"] == summary["load"][1]["requests"]
     assert summary["load_profile"]["mode"] == "rate"
+    assert [lvl["slo"]["holds"] for lvl in summary["load"]] == [True, True]
+    assert summary["load"][1]["slo"]["goodput_requests_per_s"] == pytest.approx(10, rel=0.1)
+    assert summary["load_profile"]["slo"]["highest_rate_holding"] == 10.0
     text = (folder / "report.md").read_text()
     assert "## Load levels (rate)" in text and "| 10/s |" in text
     assert "## Throughput vs concurrency" not in text
+    assert "SLO (TTFT p99 <= 2000 ms): highest rate holding it 10 requests/s" in text

@@ -36,7 +36,8 @@ def send_batch(rec, ask: Ask | Callable[[int], Ask], concurrency: int, pool: Thr
 
 
 def run_level(rec, ask: Callable[[int], Ask], concurrency: int, batches: int,
-              pool: ThreadPoolExecutor, **extra: Any) -> tuple[dict[str, Any], list[Reply]]:
+              pool: ThreadPoolExecutor, slo=None, **extra: Any
+              ) -> tuple[dict[str, Any], list[Reply]]:
     """(figures, replies) of one level."""
     rec.client.prepare(concurrency)
     replies: list[Reply] = []
@@ -49,7 +50,8 @@ def run_level(rec, ask: Callable[[int], Ask], concurrency: int, batches: int,
         replies += done
     start = min(r.start_s for r in replies)
     window = level.Window(start, max(r.last_s for r in replies) - start + 1e-9)
-    figures = level.figures(replies, window, prompt_tokens=extra.get("prompt_tokens_asked"))
+    figures = level.figures(replies, window, prompt_tokens=extra.get("prompt_tokens_asked"),
+                            slo=slo)
     good = [r for r in replies if r.ok]
     tokens = sum(level.output_tokens(r) for r in good)
     rate = tokens / busy_s if good and busy_s > 0 else None

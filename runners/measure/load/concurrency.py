@@ -16,7 +16,8 @@ from runners.measure.load.burst import LEAD_S, sleep_until
 
 
 def run_level(rec, ask: Callable[[int], Ask], concurrency: int, window: level.Window,
-              pool: ThreadPoolExecutor, **extra: Any) -> tuple[dict[str, Any], list[Reply]]:
+              pool: ThreadPoolExecutor, slo=None, **extra: Any
+              ) -> tuple[dict[str, Any], list[Reply]]:
     """(figures, replies) of one level."""
     rec.client.prepare(concurrency)
     numbers = itertools.count()  # next() on a count is atomic under the GIL
@@ -34,7 +35,8 @@ def run_level(rec, ask: Callable[[int], Ask], concurrency: int, window: level.Wi
         return mine
 
     replies = [r for mine in pool.map(worker, range(concurrency)) for r in mine]
-    figures = level.figures(replies, window, prompt_tokens=extra.get("prompt_tokens_asked"))
+    figures = level.figures(replies, window, prompt_tokens=extra.get("prompt_tokens_asked"),
+                            slo=slo)
     return {"mode": "concurrency", "concurrency": concurrency,
             "duration_s": window.duration_s, **figures}, replies
 

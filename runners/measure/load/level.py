@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from runners.backends.reply import DEGENERATE, ERROR, THROTTLED, TIMEOUT, Reply
+from runners.measure import slo as slo_figures
 from runners.measure import stats
 
 WARMUP, MEASURED, COOLDOWN = "warmup", "measured", "cooldown"
@@ -83,9 +84,11 @@ def latencies(good: list[Reply]) -> dict[str, Any]:
 
 
 def figures(replies: list[Reply], window: Window, *, prompt_tokens: int | None = None,
-            target_rate: float | None = None) -> dict[str, Any]:
+            target_rate: float | None = None, slo=None) -> dict[str, Any]:
     """Every level's figures. `prompt_tokens`: the asked length, for input tokens/s when
-    the server reports no usage; `target_rate`: requests/s the profile aimed at."""
+    the server reports no usage; `target_rate`: requests/s the profile aimed at; `slo`:
+    the plan's [benchmark.slo], for share meeting it and goodput (runners/measure/slo.py)."""
+
     measured = [r for r in replies if window.part(r.start_s) == MEASURED]
     good = [r for r in measured if r.ok]
     seconds = window.seconds
@@ -108,6 +111,7 @@ def figures(replies: list[Reply], window: Window, *, prompt_tokens: int | None =
         "rate_shortfall": (1 - requests_per_s / target_rate)
         if target_rate and requests_per_s is not None else None,
         "errors_seen": sorted({r.error for r in replies if r.error})[:5],
+        "slo": slo_figures.level_block(measured, seconds, slo, output_tokens),
     }
     result["total_tokens_per_s"] = (result["output_tokens_per_s"] + result["input_tokens_per_s"]
                                     if result["output_tokens_per_s"] is not None else None)

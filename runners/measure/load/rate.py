@@ -45,7 +45,8 @@ def arrival_offsets_s(rate: float, duration_s: float, arrival: str, burstiness: 
 
 def run_level(rec, ask: Callable[[int], Ask], rate: float, window: level.Window,
               pool: ThreadPoolExecutor, *, arrival: str, burstiness: float, seed: int,
-              offsets_s: list[float] | None = None, **extra: Any) -> tuple[dict[str, Any], list[Reply]]:
+              offsets_s: list[float] | None = None, slo=None, **extra: Any
+              ) -> tuple[dict[str, Any], list[Reply]]:
     """(figures, replies) of one level; `offsets_s` overrides the drawn arrivals (a
     scale-out shard sends its share)."""
     offsets = offsets_s if offsets_s is not None else arrival_offsets_s(
@@ -64,6 +65,6 @@ def run_level(rec, ask: Callable[[int], Ask], rate: float, window: level.Window,
         futures.append(pool.submit(one, intended))
     replies = [f.result() for f in futures]
     figures = level.figures(replies, window, prompt_tokens=extra.get("prompt_tokens_asked"),
-                            target_rate=rate)
+                            target_rate=rate, slo=slo)
     return {"mode": "rate", "concurrency": None, "arrival": arrival, "burstiness": burstiness,
             "duration_s": window.duration_s, "scheduled": len(offsets), **figures}, replies
