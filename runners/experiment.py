@@ -569,6 +569,7 @@ def parse(data: dict, source: str) -> Experiment:
     experiment = Experiment(**kwargs)
     _check_dtype(top, experiment.engine, experiment.instance_types)
     _check_context(top, experiment)
+    _check_dataset(top, experiment)
     if experiment.sagemaker and experiment.sagemaker.volume_size_gb is not None:
         _check_sagemaker_volume(top, experiment.sagemaker)
     return experiment
@@ -599,6 +600,19 @@ def _check_context(t: _Table, exp: Experiment) -> None:
             raise t.error(path, f"{prompt} prompt + {reply} reply tokens exceed the engine's "
                           f"context of {limit} (engine.max_model_len / local.n_ctx); allowed "
                           f"up to {limit - reply}")
+
+
+def _check_dataset(t: _Table, exp: Experiment) -> None:
+    """A dataset path is read from the experiment file's folder; check it there when the
+    experiment comes from a file (a snapshot in the workflow has no folder to look in)."""
+    spec = exp.benchmark.dataset
+    if spec is None or not Path(exp.source).is_file():
+        return
+    path = Path(spec.path) if Path(spec.path).is_absolute() else \
+        Path(exp.source).parent / spec.path
+    if not path.is_file():
+        raise t.error("benchmark.dataset.path", f"{str(path)!r}: no such file (relative "
+                      "paths are read from the experiment file's folder)")
 
 
 def _check_sagemaker_volume(t: _Table, sm: SageMaker) -> None:

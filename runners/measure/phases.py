@@ -14,7 +14,7 @@ from typing import Any
 
 from runners import progress
 from runners.backends.reply import Ask, Reply
-from runners.measure import prompts, quality_suite, slo
+from runners.measure import datasets, prompts, quality_suite, slo
 from runners.measure import stats
 from runners.measure import toolcall_check
 from runners.measure.load import burst as load_burst
@@ -36,8 +36,12 @@ def forced_ask(tokens: int, stream: bool) -> Ask:
 
 def request_source(run: Run, rec: Recorder, max_tokens: int):
     """(ask(variant) -> Ask, prompt report(replies) -> dict | None) for the stream and load
-    requests: the short fixed prompt, or `prompt_tokens` engine tokens when the plan says."""
-    tokens = run.plan.prompt_tokens
+    requests: the short fixed prompt; `prompt_tokens` engine tokens when the plan says; or
+    a sample of `[benchmark.dataset]` (each entry's max_tokens, else `max_tokens`)."""
+    plan = run.plan
+    if plan.dataset is not None:
+        return _dataset_source(run, max_tokens)
+    tokens = plan.prompt_tokens
     if tokens is None:
         ask = forced_ask(max_tokens, True)
         return (lambda variant: ask), (lambda replies: None)
@@ -45,11 +49,33 @@ def request_source(run: Run, rec: Recorder, max_tokens: int):
     builder.calibrate(tokens)
 
     def report(replies: list[Reply]) -> dict[str, Any]:
-        return builder.report(tokens, [r.prompt_tokens for r in replies
-                                       if r.ok and r.prompt_tokens is not None])
+        return builder.report(tokens, _served_prompt_tokens(replies))
 
     return (lambda variant: builder.ask(tokens, max_tokens, stream=True, variant=variant)), \
         report
+
+
+def _served_prompt_tokens(replies: list[Reply]) -> list[int]:
+    return [r.prompt_tokens for r in replies if r.ok and r.prompt_tokens is not None]
+
+
+def _dataset_source(run: Run, max_tokens: int):
+    """Dataset entries in their sampled order; replies end where the model stops."""
+    spec = run.plan.dataset
+    path = datasets.resolve(spec.path, run.experiment.source)
+    entries, digest = datasets.load(path, spec.format)
+    sampled = datasets.sample(entries, spec.samples, run.plan.seed)
+    block = datasets.info(path, spec.format, digest, entries, sampled)
+
+    def ask(variant: int) -> Ask:
+        entry = sampled[variant % len(sampled)]
+        return Ask(entry.messages, entry.max_tokens or max_tokens, stream=True)
+
+    def report(replies: list[Reply]) -> dict[str, Any]:
+        return {"method": "dataset", "dataset": block,
+                "served": stats.distribution(_served_prompt_tokens(replies))}
+
+    return ask, report
 
 
 def _seconds(reply: Reply) -> float:

@@ -46,7 +46,7 @@ def summary_load_profile(load: dict[str, Any] | None) -> dict[str, Any] | None:
         return None
     return {"mode": load.get("mode", "burst"), "sweep": load.get("sweep"),
             "slo": load.get("slo"), "prompt": load.get("prompt"),
-            "dataset": load.get("dataset")}
+            "dataset": (load.get("prompt") or {}).get("dataset")}
 
 
 def summary_context(context: dict[str, Any] | None) -> list[dict[str, Any]]:
