@@ -475,6 +475,9 @@ def _workload(t: _Table, d: Benchmark) -> dict[str, Any]:
         "runner_max_rate": t.scalar("runner_max_rate", float, None, lo=0.1, hi=100_000),
         "seed": t.scalar("seed", int, d.seed, lo=0, hi=2**32 - 1),
     }
+    if values["runner_max_rate"] and (mode != "rate" or sweep):
+        raise t.error("runner_max_rate", "scale-out splits fixed rate levels: it needs "
+                      "load_mode = \"rate\" without sweep")
     if values["context_lengths"] and list(values["context_lengths"]) != sorted(
             set(values["context_lengths"])):
         raise t.error("context_lengths", "must rise, each length once")

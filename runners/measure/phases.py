@@ -21,6 +21,7 @@ from runners.measure.load import burst as load_burst
 from runners.measure.load import concurrency as load_concurrency
 from runners.measure.load import level as load_level
 from runners.measure.load import rate as load_rate
+from runners.measure.load import scale_out as load_scale_out
 from runners.measure.load import sweep as load_sweep
 from runners.measure.recorder import Recorder
 from runners.run_context import Run
@@ -180,6 +181,7 @@ def load(run: Run, rec: Recorder) -> dict[str, Any]:
              "slo": plan.slo}
     levels: list[dict[str, Any]] = []
     replies: list[Reply] = []
+    notes: list[str] = []
     result: dict[str, Any] = {"tokens": plan.load_tokens, "mode": plan.load_mode}
     workers = max(plan.concurrency) if plan.load_mode != "rate" else plan.max_in_flight
     with ThreadPoolExecutor(max_workers=workers) as pool:
@@ -199,7 +201,11 @@ def load(run: Run, rec: Recorder) -> dict[str, Any]:
                 _, result["sweep"] = load_sweep.run(plan.rates, rate_level)
             else:
                 for i, rate in enumerate(plan.rates):
-                    rate_level(rate, i)
+                    merged = _merged_level(run, i, rate, notes)
+                    if merged:
+                        levels.append(merged)
+                    else:
+                        rate_level(rate, i)
         else:
             for i, concurrency in enumerate(plan.concurrency):
                 progress.emit("load", f"concurrency {concurrency}", i, len(plan.concurrency))
@@ -214,7 +220,43 @@ def load(run: Run, rec: Recorder) -> dict[str, Any]:
                 levels.append(figures)
                 replies += done
     return {**result, "levels": levels, "prompt": prompt_report(replies),
-            "slo": slo.phase_block(levels, plan.slo)}
+            "slo": slo.phase_block(levels, plan.slo),
+            "scale_out_notes": notes}
+
+
+def _merged_level(run: Run, index: int, rate: float, notes: list[str]
+                  ) -> dict[str, Any] | None:
+    """A scaled-out level from its shards' files, or None to send it here (no shards
+    planned; or the shards never wrote, then the level says so)."""
+    shards = load_scale_out.shards_for(rate, run.plan.runner_max_rate)
+    if shards == 1:
+        return None
+    files = [run.read(load_scale_out.shard_key(index, k)) for k in range(shards)]
+    if any(f is None for f in files):
+        notes.append(
+            f"level {index} ({rate:g}/s) needs {shards} runners but found "
+            f"{sum(f is not None for f in files)} shard file(s): sent by this runner alone")
+        return None
+    return load_scale_out.merge(run.plan, index, rate, files)
+
+
+def load_shard(run: Run, rec: Recorder, item: dict[str, Any]) -> dict[str, Any]:
+    """One scale-out shard: its share of one level's arrivals from the shared instant;
+    the replies' times on the epoch axis, for the load phase to merge."""
+    plan = run.plan
+    index, rate, shard, shards = item["level"], item["rate"], item["shard"], item["shards"]
+    ask, _ = request_source(run, rec, plan.load_tokens)
+    offsets = load_scale_out.shard_offsets_s(plan, index, rate, shard, shards)
+    window = load_scale_out.window_at(plan, item["start_epoch"], perf=True)
+    with ThreadPoolExecutor(max_workers=plan.max_in_flight) as pool:
+        rec.client.prepare(min(plan.max_in_flight, max(1, round(rate / shards))))
+        _, replies = load_rate.run_level(
+            rec, ask, rate, window, pool, arrival=plan.arrival, burstiness=plan.burstiness,
+            seed=plan.seed + index, offsets_s=offsets, level=index, shard=shard,
+            load_mode=plan.load_mode, prompt_tokens_asked=plan.prompt_tokens)
+    return {"level": index, "rate": rate, "shard": shard, "shards": shards,
+            "start_epoch": item["start_epoch"], "scheduled": len(offsets),
+            "replies": [load_scale_out.reply_times(r) for r in replies]}
 
 
 def quality(run: Run, rec: Recorder) -> dict[str, Any]:

@@ -38,6 +38,7 @@ def test_a_rate_plan_with_an_slo_reads_back():
     ({"prompt_tokens": 8100}, "benchmark.prompt_tokens", "allowed up to 7936"),
     ({"load_duration_s": 8}, "benchmark.load_duration_s", "leaves nothing to measure"),
     ({"slo": {}}, "benchmark.slo.ttft_ms", "sets no bound"),
+    ({"runner_max_rate": 10}, "benchmark.runner_max_rate", "needs load_mode = \"rate\""),
     ({"slo": {"ttft": 5}}, "benchmark.slo.ttft", "unknown field"),
     ({"dataset": {"path": "p.jsonl", "format": "csv"}}, "benchmark.dataset.format",
      "allowed: jsonl, sharegpt"),

@@ -4,9 +4,10 @@ A level runs from `start_s` for `duration_s`; its measured window cuts `warmup_s
 start and `cooldown_s` from the end, so the ramp and the drain stay out of the figures
 (burst levels cut nothing: the seeds' figures include each batch's tail). Requests belong
 to the window their intended send time falls in. Latencies are those of the window's
-successful requests; rates divide by the window's length: requests/s counts the window's
-requests, output tokens/s the tokens that arrived inside it (a reply's tokens spread
-evenly over its chunks), input tokens/s the prompts of the window's requests.
+successful requests; rates divide by the window's length: requests/s counts the requests
+that ended inside it, sent/s those actually sent inside it (what the shortfall against a
+target rate compares), output tokens/s the tokens that arrived inside it (a reply's tokens
+spread evenly over its chunks), input tokens/s the prompts of the window's requests.
 """
 
 from __future__ import annotations
@@ -96,10 +97,15 @@ def figures(replies: list[Reply], window: Window, *, prompt_tokens: int | None =
     in_tokens = sum(r.prompt_tokens if r.prompt_tokens is not None else (prompt_tokens or 0)
                     for r in good)
     lag = [r.send_s - r.intended_s for r in measured if r.intended_s is not None]
-    requests_per_s = len(measured) / seconds if seconds > 0 else None
+
+    def inside(t_s: float) -> bool:
+        return window.begin_s <= t_s < window.end_s
+
+    requests_per_s = sum(inside(r.last_s) for r in replies) / seconds if seconds > 0 else None
+    sent_per_s = sum(inside(r.send_s) for r in replies) / seconds if seconds > 0 else None
     result: dict[str, Any] = {
         "window_s": seconds, "cut_requests": len(replies) - len(measured), **counts(measured),
-        "requests_per_s": requests_per_s,
+        "requests_per_s": requests_per_s, "sent_per_s": sent_per_s,
         "output_tokens": round(out_tokens, 3),
         "output_tokens_per_s": out_tokens / seconds if good and seconds > 0 else None,
         "input_tokens_per_s": in_tokens / seconds if good and seconds > 0 else None,
@@ -108,8 +114,8 @@ def figures(replies: list[Reply], window: Window, *, prompt_tokens: int | None =
         "scheduling_lag_s": stats.distribution(lag),
         "target_rate": target_rate,
         # How far the sends fell behind the profile's aim: 0.02 = 2% fewer than asked.
-        "rate_shortfall": (1 - requests_per_s / target_rate)
-        if target_rate and requests_per_s is not None else None,
+        "rate_shortfall": (1 - sent_per_s / target_rate)
+        if target_rate and sent_per_s is not None else None,
         "errors_seen": sorted({r.error for r in replies if r.error})[:5],
         "slo": slo_figures.level_block(measured, seconds, slo, output_tokens),
     }
