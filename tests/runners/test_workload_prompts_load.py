@@ -206,3 +206,29 @@ def test_a_rate_plan_runs_through_the_driver_into_summary_and_report(loopback, t
     assert "## Load levels (rate)" in text and "| 10/s |" in text
     assert "## Throughput vs concurrency" not in text
     assert "SLO (TTFT p99 <= 2000 ms): highest rate holding it 10 requests/s" in text
+
+
+class _CountingEngine(BackendClient):
+    """An engine with no /tokenize whose tokenizer splits words unevenly (1.3 tokens a
+    word, as Bedrock's or SageMaker's usage would count an unfamiliar vocabulary)."""
+
+    def __init__(self):
+        self.asks = []
+
+    def chat(self, ask: Ask, intended_s=None) -> Reply:
+        self.asks.append(ask)
+        words = sum(len(m["content"].split()) for m in ask.messages)
+        now = time.perf_counter()
+        return Reply(text="ok", prompt_tokens=7 + round(words * 1.3), completion_tokens=1,
+                     usage_source="server", send_s=now, first_s=now, last_s=now, chunk_s=[now])
+
+
+@pytest.mark.parametrize("asked", [100, 1000, 3000])
+def test_calibration_converges_when_words_are_not_tokens(asked):
+    engine = _CountingEngine()
+    builder = prompts.PromptBuilder(Recorder(None, "stream", engine))
+    cal = builder.calibrate(asked)
+    assert cal.method == "usage-probe" and len(cal.probes) <= prompts.MAX_PROBES
+    assert abs(cal.counted - asked) <= 1  # 1.3 tokens a word: a step can skip one count
+    assert all(a.max_tokens == 1 for a in engine.asks)  # probes generate one token
+    assert builder.report(asked, [])["within_tolerance"] is True
