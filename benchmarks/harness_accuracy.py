@@ -34,6 +34,7 @@ from runners.backends.openai_http import OpenAIHTTPClient
 from runners.measure import phases as measure
 from runners.measure import stats
 from runners.measure.load import burst as load_burst
+from runners.measure.load import concurrency as load_concurrency
 from runners.measure.load import level as load_level
 from runners.measure.load import rate as load_rate
 from runners.measure.recorder import Recorder
@@ -142,6 +143,35 @@ def load_accuracy(client: OpenAIHTTPClient, truth: Truth) -> list[dict]:
     return rows
 
 
+STEADY_CONCURRENCY = 64
+STEADY_SECONDS = 6.0  # 1 s warm-up and 1 s cool-down cut
+
+
+def steady_accuracy(client: OpenAIHTTPClient, truth: Truth) -> dict:
+    """The concurrency profile (exactly c in flight, as GuideLLM's concurrent profile) at
+    c=64: TTFT error and throughput against the truth, like for like with the peer."""
+    ask = measure.forced_ask(LOAD_TOKENS, stream=True)
+    c = STEADY_CONCURRENCY
+    with ThreadPoolExecutor(max_workers=c) as pool:
+        _start_threads(pool, c)
+        rec = Recorder(None, "load", client)
+        server_lateness(client)
+        window = load_level.Window(time.perf_counter() + 0.05, STEADY_SECONDS, 1.0, 1.0)
+        figures, _ = load_concurrency.run_level(rec, lambda i: ask, c, window, pool)
+    late = server_lateness(client)
+    e2el_truth = truth.e2el_s(LOAD_TOKENS)
+    row = {"concurrency": c, "requests": figures["requests"],
+           "ttft_error_ms": (figures["ttft_s"]["p50"] - truth.first_content_s()) * 1000,
+           "tokens_per_s_ratio": figures["output_tokens_per_s"] / (c * LOAD_TOKENS / e2el_truth),
+           "tpot_ratio": figures["tpot_s"]["p50"] / truth.tpot_s(LOAD_TOKENS),
+           "server_late_max_ms": late["late_max_s"] * 1000}
+    print(f"\nsteady: exactly {c} in flight for {STEADY_SECONDS:g} s (1 s cut each end): "
+          f"{row['requests']} requests, TTFT error {row['ttft_error_ms']:+.2f} ms, "
+          f"TPOT ratio {row['tpot_ratio']:.4f}, tokens/s ratio {row['tokens_per_s_ratio']:.4f}, "
+          f"server late max {row['server_late_max_ms']:.1f} ms")
+    return row
+
+
 def sustained(target: float, sent_per_s: float | None, done_per_s: float | None,
               failed: int) -> bool:
     """The harness held `target`: it sent and completed within 5% of it, with no failure."""
@@ -233,6 +263,7 @@ def main(argv: list[str] | None = None) -> int:
         client = OpenAIHTTPClient(base_url, "loopback")
         decode_accuracy(client, truth)
         rows = load_accuracy(client, truth)
+        steady = steady_accuracy(client, truth)
         recv_floor(truth.gap_s)
         client.close()
         peer_rows = None
@@ -242,7 +273,7 @@ def main(argv: list[str] | None = None) -> int:
             peer_rows = peer_guidellm.run_side_by_side(base_url, truth, rows, LOAD_TOKENS)
     if args.json:
         with open(args.json, "w") as fh:
-            json.dump({"ours": rows, "peer": peer_rows}, fh, indent=2)
+            json.dump({"ours": rows, "steady": steady, "peer": peer_rows}, fh, indent=2)
     return 0
 
 
