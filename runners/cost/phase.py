@@ -191,7 +191,10 @@ def cost_block(
 
     if not one_rate:
         missing.append("no single-request rate (decode or load at concurrency 1)")
-    if not top_rate:
+    if not top_rate and any(lv.get("target_rate") for lv in results.get("load") or []):
+        missing.append("the load phase ran rate levels, no concurrency level: see slo_rate "
+                       "with [benchmark.slo]")
+    elif not top_rate:
         missing.append("no load measurement with tokens")
     block["missing"] = missing
     block["inputs"] = prices.snapshot(since=first_quote)

@@ -19,6 +19,7 @@ def test_slo_rate_prices_the_highest_rate_that_held():
     block = run("e2b-emb4-g6", rate_results([(1, 100.0, 400.0, True), (2, 200.0, 800.0, True),
                                              (4, 260.0, 1040.0, False)]))
     per_million = block["usd_per_million_output_tokens"]
+    assert "the load phase ran rate levels" in " ".join(block["missing"])
     assert per_million["slo_rate_requests_per_s"] == 2
     assert per_million["slo_rate_tokens_per_s"] == 200.0
     assert per_million["slo_rate"] == pytest.approx(
