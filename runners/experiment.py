@@ -112,6 +112,10 @@ class Local:
 
 
 LOAD_MODES = ("burst", "concurrency", "rate")
+SWEEP_MAX_LEVELS = 10  # runners/measure/load/sweep.py stops there
+# A cloud run's load phase is one Lambda invocation (runners/workflow/execution.py: 840 s);
+# timed levels must leave room for the warm-up of connections and the phase's writes.
+CLOUD_LOAD_BUDGET_S = 780
 ARRIVALS = ("poisson", "constant")
 DATASET_FORMATS = ("jsonl", "sharegpt")
 
@@ -573,6 +577,7 @@ def parse(data: dict, source: str) -> Experiment:
     _check_dtype(top, experiment.engine, experiment.instance_types)
     _check_context(top, experiment)
     _check_dataset(top, experiment)
+    _check_load_time(top, experiment)
     if experiment.sagemaker and experiment.sagemaker.volume_size_gb is not None:
         _check_sagemaker_volume(top, experiment.sagemaker)
     return experiment
@@ -603,6 +608,20 @@ def _check_context(t: _Table, exp: Experiment) -> None:
             raise t.error(path, f"{prompt} prompt + {reply} reply tokens exceed the engine's "
                           f"context of {limit} (engine.max_model_len / local.n_ctx); allowed "
                           f"up to {limit - reply}")
+
+
+def _check_load_time(t: _Table, exp: Experiment) -> None:
+    """Timed load levels of a cloud run must fit one runner invocation."""
+    plan = exp.benchmark
+    if exp.backend not in CLOUD_BACKENDS or plan.load_mode == "burst":
+        return
+    levels = (len(plan.concurrency) if plan.load_mode == "concurrency"
+              else SWEEP_MAX_LEVELS if plan.sweep else len(plan.rates))
+    if levels * plan.load_duration_s > CLOUD_LOAD_BUDGET_S:
+        raise t.error("benchmark.load_duration_s", f"{levels} level(s) of "
+                      f"{plan.load_duration_s:g} s exceed the {CLOUD_LOAD_BUDGET_S} s one load "
+                      f"phase has in the cloud; allowed up to "
+                      f"{CLOUD_LOAD_BUDGET_S / levels:g} s per level")
 
 
 def _check_dataset(t: _Table, exp: Experiment) -> None:

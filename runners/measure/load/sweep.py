@@ -11,9 +11,11 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
+from runners.experiment import SWEEP_MAX_LEVELS
+
 FACTOR = 1.5
 MIN_GAIN = 0.05
-MAX_LEVELS = 10
+MAX_LEVELS = SWEEP_MAX_LEVELS  # the schema bounds a cloud sweep's time with it
 
 
 def next_rate(planned: tuple[float, ...], done: list[dict[str, Any]]) -> float | None:
