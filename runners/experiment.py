@@ -168,6 +168,7 @@ class Benchmark:
     seed: int = 20260925  # arrivals and dataset sampling
     slo: Slo | None = None
     dataset: Dataset | None = None
+    preset: str | None = None  # runners/workload_presets/<name>.toml, under the fields set here
 
 
 @dataclass(frozen=True)
@@ -425,7 +426,27 @@ def _simple(cls, t: _Table, **kinds: type):
     return cls(**values)
 
 
+PRESETS_DIR = Path(__file__).resolve().parent / "workload_presets"
+
+
+def presets() -> list[str]:
+    return sorted(p.stem for p in PRESETS_DIR.glob("*.toml"))
+
+
+def _with_preset(t: _Table) -> _Table:
+    """[benchmark] with its `preset`'s fields beneath the ones the file sets (a preset's
+    [benchmark.slo] is replaced whole by the file's)."""
+    name = t.scalar("preset", str, None, choices=presets())
+    if name is None:
+        return t
+    data = tomllib.loads((PRESETS_DIR / f"{name}.toml").read_text(encoding="utf-8"))
+    merged = _Table({**data["benchmark"], **t.data}, t.source, t.prefix)
+    merged.seen = {"preset"}
+    return merged
+
+
 def _benchmark(t: _Table) -> Benchmark:
+    t = _with_preset(t)
     d = Benchmark()
     lengths = t.scalars("decode_lengths", int, d.decode_lengths, lo=1, hi=8192, min_len=2,
                         max_len=2)
@@ -443,6 +464,7 @@ def _benchmark(t: _Table) -> Benchmark:
                                choices=("compare40", "none")),
         toolcall_runs=t.scalar("toolcall_runs", int, d.toolcall_runs, lo=0, hi=100),
         **_workload(t, d),
+        preset=t.data.get("preset"),
     )
     t.done()
     return plan

@@ -50,3 +50,28 @@ def test_a_rate_plan_with_an_slo_reads_back():
 def test_bad_workload_gets_one_line(values, field, words):
     err = error_of(bench(**values))
     assert err.field_path == field and words in err.message, str(err)
+
+
+def test_a_preset_lies_beneath_the_fields_the_file_sets():
+    plan = parse(bench(preset="steady-chat", concurrency=[2],
+                       slo={"e2el_ms": 9000}), "x").benchmark
+    assert (plan.preset, plan.load_mode, plan.prompt_tokens) == ("steady-chat", "concurrency", 512)
+    assert plan.concurrency == (2,)  # the file's value wins
+    assert plan.slo == Slo(e2el_ms=9000.0)  # a file's [benchmark.slo] replaces the preset's
+
+
+def test_every_preset_is_valid_and_survives_a_snapshot():
+    import json
+
+    from runners.experiment import from_snapshot, presets
+
+    assert {"seed-004", "gemma4-context", "steady-chat", "poisson-sweep"} <= set(presets())
+    for name in presets():
+        exp = parse(bench(preset=name), "x")
+        again = from_snapshot(json.loads(json.dumps(exp.to_dict())), "ssm")
+        assert again.benchmark == exp.benchmark, name
+
+
+def test_an_unknown_preset_names_the_known_ones():
+    err = error_of(bench(preset="fast"))
+    assert err.field_path == "benchmark.preset" and "seed-004" in err.message
