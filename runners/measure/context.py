@@ -19,6 +19,7 @@ end-to-end falls, because prefill grows with the prompt. These rows reproduce th
 
 from __future__ import annotations
 
+import itertools
 import statistics
 from typing import Any
 
@@ -27,7 +28,6 @@ from runners.backends.reply import Reply
 from runners.measure import prompts, stats
 from runners.measure.load import level
 
-WARM_VARIANT = 1000  # the untimed request's filler rotation, apart from the timed ones
 
 
 def _row(tokens: int, short: int, long: int, replies: dict[int, list[Reply]],
@@ -74,16 +74,19 @@ def run(run, rec) -> dict[str, Any]:
     builder = prompts.PromptBuilder(rec)
     rows = []
     steps = len(plan.context_lengths) * (1 + 2 * plan.context_repeats)
+    # One variant per request over all lengths: a shorter prompt of the same variant would
+    # be a cached prefix of the longer one.
+    variants = itertools.count(prompts.VARIANT_BASE["context"])
     for i, tokens in enumerate(plan.context_lengths):
         progress.emit("context", f"{tokens} prompt tokens", len(rows) * steps
                       // len(plan.context_lengths), steps)
-        rec.send(builder.ask(tokens, short, stream=True, variant=WARM_VARIANT + i),
+        rec.send(builder.ask(tokens, short, stream=True, variant=next(variants)),
                  shape="context-warmup", prompt_tokens_asked=tokens)
         replies: dict[int, list[Reply]] = {short: [], long: []}
         for repeat in range(plan.context_repeats):
             for n in ((short, long) if repeat % 2 == 0 else (long, short)):
-                variant = len(replies[short]) + len(replies[long])
-                replies[n].append(rec.send(builder.ask(tokens, n, stream=True, variant=variant),
+                replies[n].append(rec.send(builder.ask(tokens, n, stream=True,
+                                                       variant=next(variants)),
                                            prompt_tokens_asked=tokens, reply_tokens=n,
                                            repeat=repeat))
         rows.append(_row(tokens, short, long, replies, builder))

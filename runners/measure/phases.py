@@ -7,6 +7,7 @@ output) never enter a latency or rate figure; they are counted.
 
 from __future__ import annotations
 
+import itertools
 import json
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -35,10 +36,12 @@ def forced_ask(tokens: int, stream: bool) -> Ask:
                force_tokens=True)
 
 
-def request_source(run: Run, rec: Recorder, max_tokens: int):
-    """(ask(variant) -> Ask, prompt report(replies) -> dict | None) for the stream and load
+def request_source(run: Run, rec: Recorder, max_tokens: int, first_variant: int):
+    """(ask(index) -> Ask, prompt report(replies) -> dict | None) for the stream and load
     requests: the short fixed prompt; `prompt_tokens` engine tokens when the plan says; or
-    a sample of `[benchmark.dataset]` (each entry's max_tokens, else `max_tokens`)."""
+    a sample of `[benchmark.dataset]` (each entry's max_tokens, else `max_tokens`). Built
+    prompts take variants first_variant, first_variant + 1, ... in the order asked, so no
+    two requests of the run share one (runners/measure/prompts.py VARIANT_BASE)."""
     plan = run.plan
     if plan.dataset is not None:
         return _dataset_source(run, max_tokens)
@@ -48,11 +51,12 @@ def request_source(run: Run, rec: Recorder, max_tokens: int):
         return (lambda variant: ask), (lambda replies: None)
     builder = prompts.PromptBuilder(rec)
     builder.calibrate(tokens)
+    variants = itertools.count(first_variant)  # next() is atomic under the GIL
 
     def report(replies: list[Reply]) -> dict[str, Any]:
         return builder.report(tokens, _served_prompt_tokens(replies))
 
-    return (lambda variant: builder.ask(tokens, max_tokens, stream=True, variant=variant)), \
+    return (lambda _: builder.ask(tokens, max_tokens, stream=True, variant=next(variants))), \
         report
 
 
@@ -162,7 +166,8 @@ def stream_metrics(replies: list[Reply]) -> dict[str, Any]:
 
 
 def stream(run: Run, rec: Recorder) -> dict[str, Any]:
-    ask, prompt_report = request_source(run, rec, run.plan.stream_tokens)
+    ask, prompt_report = request_source(run, rec, run.plan.stream_tokens,
+                                        prompts.VARIANT_BASE["stream"])
     replies = []
     for i in range(run.plan.stream_requests):
         progress.emit("stream", "", i, run.plan.stream_requests)
@@ -176,7 +181,8 @@ def load(run: Run, rec: Recorder) -> dict[str, Any]:
     """One level per concurrency (burst, concurrency modes) or per rate (rate mode, rising
     when `sweep`); runners/measure/load/ has a module per profile, one record format."""
     plan = run.plan
-    ask, prompt_report = request_source(run, rec, plan.load_tokens)
+    ask, prompt_report = request_source(run, rec, plan.load_tokens,
+                                        prompts.VARIANT_BASE["load"])
     extra = {"load_mode": plan.load_mode, "prompt_tokens_asked": plan.prompt_tokens,
              "slo": plan.slo}
     levels: list[dict[str, Any]] = []
@@ -245,7 +251,8 @@ def load_shard(run: Run, rec: Recorder, item: dict[str, Any]) -> dict[str, Any]:
     the replies' times on the epoch axis, for the load phase to merge."""
     plan = run.plan
     index, rate, shard, shards = item["level"], item["rate"], item["shard"], item["shards"]
-    ask, _ = request_source(run, rec, plan.load_tokens)
+    ask, _ = request_source(run, rec, plan.load_tokens,
+                            prompts.shard_variant_base(index, shard))
     offsets = load_scale_out.shard_offsets_s(plan, index, rate, shard, shards)
     window = load_scale_out.window_at(plan, item["start_epoch"], perf=True)
     with ThreadPoolExecutor(max_workers=plan.max_in_flight) as pool:

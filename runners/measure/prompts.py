@@ -7,9 +7,12 @@ generation, template included); otherwise a probe, a 1-token request whose reply
 the server's `usage.prompt_tokens` (vLLM on SageMaker, llama.cpp, Bedrock's inputTokens).
 The word count is corrected by the miss until the count is exact or MAX_PROBES are spent.
 
-Variant `v` rotates the filler so no two requests share a prefix beyond the instruction:
-an engine with prefix caching (vLLM's default) must not serve a repeated prompt from cache
-and report a prefill that never happened.
+Variant `v` reorders the filler so no two requests share a prefix beyond the instruction
+and one word: an engine with prefix caching (vLLM's default) must not serve a repeated
+prompt, or a shorter prompt's prefix, from cache and report a prefill that never happened.
+The filler walks a prime-sized word list from start v mod P in steps of 1 + (v div P) mod
+(P - 1), so VARIANTS sequences are distinct and each holds the same words; each phase (and
+each scale-out shard) draws its variants from its own range (VARIANT_BASE).
 """
 
 from __future__ import annotations
@@ -40,14 +43,26 @@ FILLER = ("the of and to in is it that was for on are with as be at by this from
           "sure means knew try told young miles sun ways thing whole hear example heard "
           "several change answer room sea against top turned learn point city play toward "
           "five using himself usually").split()
+CYCLE = 283  # a prime <= len(FILLER): every step walks all CYCLE words once per cycle
+VARIANTS = CYCLE * (CYCLE - 1)
+# Where each sender's variants start, so phases (separate processes in the cloud) and the
+# shards of a level never repeat each other's prompts within a run; variant 0 is the
+# calibration's (its probes are untimed).
+VARIANT_BASE = {"stream": 1, "context": 5_000, "load": 10_000, "shard": 40_000}
+SHARD_VARIANTS = 1_000  # per shard: shard k of level i starts at shard base + (i*40 + k)*1000
 MAX_PROBES = 6
 TOLERANCE = 0.02  # the issue's bound: within 2% of the asked length, or say why not
 
 
 def filler(words: int, variant: int = 0) -> str:
-    """`words` filler words; variant v starts v*7 words further round the list."""
-    start = (variant * 7) % len(FILLER)
-    return " ".join(FILLER[(start + i) % len(FILLER)] for i in range(words))
+    """`words` filler words in variant v's order."""
+    variant %= VARIANTS
+    start, step = variant % CYCLE, 1 + variant // CYCLE
+    return " ".join(FILLER[(start + i * step) % CYCLE] for i in range(words))
+
+
+def shard_variant_base(level: int, shard: int) -> int:
+    return VARIANT_BASE["shard"] + (level * 40 + shard) * SHARD_VARIANTS
 
 
 def messages_for(words: int, variant: int = 0) -> list[dict[str, Any]]:

@@ -57,3 +57,23 @@ def test_no_context_lengths_skips_the_phase(loopback, tmp_path):
     assert states["context"] == "skipped"
     folder = tmp_path / "store" / outcome["context"]["run_prefix"]
     assert json.loads((folder / "summary.json").read_text())["context"] == []
+
+
+def test_no_timed_request_repeats_another_prompt_or_its_prefix(loopback, tmp_path):
+    """Prefix caching must not serve a timed prompt: every stream, context and load
+    request of one run starts its filler differently from every other."""
+    from runners.measure import prompts
+
+    server = loopback()
+    plan = benchmark_plan(decode_lengths=[16, 32], decode_repeats=1, stream_requests=3,
+                          stream_tokens=8, concurrency=[2], load_tokens=8, load_batches=2,
+                          toolcall_runs=0, quality_suite="none", prompt_tokens=120,
+                          context_lengths=[64, 256], context_repeats=2)
+    exp = write_openai_experiment(tmp_path, server.base_url, plan=plan)
+    driver.run_experiment(str(exp), str(tmp_path / "store"))
+    skip = len(prompts.INSTRUCTION.split())
+    timed = [b["messages"][0]["content"].split()[skip:skip + 3] for b in server.bodies
+             if b.get("max_tokens", 0) > 1 and b["messages"][0]["content"].startswith(
+                 prompts.INSTRUCTION) and len(b["messages"][0]["content"].split()) > skip + 3]
+    assert len(timed) == 3 + 2 * (1 + 4) + 4  # stream, context (warm + 4 each), load
+    assert len({tuple(t) for t in timed}) == len(timed)
