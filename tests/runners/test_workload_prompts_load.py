@@ -232,3 +232,22 @@ def test_calibration_converges_when_words_are_not_tokens(asked):
     assert abs(cal.counted - asked) <= 1  # 1.3 tokens a word: a step can skip one count
     assert all(a.max_tokens == 1 for a in engine.asks)  # probes generate one token
     assert builder.report(asked, [])["within_tolerance"] is True
+
+
+class _BedrockCounting:
+    """bedrock-runtime Converse that counts inputTokens as words plus a 5-token template."""
+
+    def converse(self, **kwargs):
+        words = sum(len(b.get("text", "").split()) for m in kwargs["messages"]
+                    for b in m["content"])
+        return {"output": {"message": {"role": "assistant", "content": [{"text": "ok"}]}},
+                "stopReason": "max_tokens",
+                "usage": {"inputTokens": 5 + words, "outputTokens": 1, "totalTokens": 6 + words}}
+
+
+def test_bedrock_prompts_are_built_from_its_usage():
+    from runners.backends.bedrock_converse import BedrockConverseClient
+
+    client = BedrockConverseClient(_BedrockCounting(), "us.amazon.nova-micro-v1:0")
+    cal = prompts.PromptBuilder(Recorder(None, "stream", client)).calibrate(2048)
+    assert (cal.method, cal.counted) == ("usage-probe", 2048)
