@@ -97,6 +97,9 @@ def warmup(run: Run, rec: Recorder) -> dict[str, Any]:
               ("decode-long", forced_ask(plan.decode_lengths[1], False)),
               ("stream", forced_ask(plan.stream_tokens, True)),
               ("load", forced_ask(plan.load_tokens, True))]
+    if plan.prompt_tokens and plan.dataset is None:  # the long prompt's shape, untimed
+        shapes.append(("prompt", prompts.PromptBuilder(rec).ask(
+            plan.prompt_tokens, plan.load_tokens, stream=True)))
     if plan.quality_suite != "none":
         q = quality_suite.questions()[0]
         shapes.append(("quality", Ask([{"role": "user", "content": q.prompt}],

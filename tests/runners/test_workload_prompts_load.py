@@ -93,6 +93,8 @@ def test_stream_phase_sends_the_asked_length_and_records_both_counts(loopback, t
     assert [(r["prompt_tokens_asked"], r["prompt_tokens"]) for r in lines] == [(400, 400)] * 3
     load = json.loads((folder / "load.json").read_text())
     assert load["prompt"]["within_tolerance"] is True
+    warmup = json.loads((folder / "warmup.json").read_text())
+    assert "prompt" in [s["shape"] for s in warmup["shapes"]]
     assert load["levels"][0]["input_tokens_per_s"] > 0
 
 
