@@ -29,6 +29,7 @@ def summary_load(levels: list[dict[str, Any]]) -> list[dict[str, Any]]:
                  "latency_s": _dist(lvl.get("latency_s") or lvl.get("e2el_s")),
                  "mode": lvl.get("mode", "burst"), "target_rate": lvl.get("target_rate"),
                  "requests_per_s": lvl.get("requests_per_s"),
+                 "sent_per_s": lvl.get("sent_per_s"),
                  "input_tokens_per_s": lvl.get("input_tokens_per_s"),
                  "output_tokens_per_s": lvl.get("output_tokens_per_s", lvl.get("tokens_per_s")),
                  "total_tokens_per_s": lvl.get("total_tokens_per_s"),
