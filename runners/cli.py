@@ -188,7 +188,9 @@ def _print_summary(summary: dict, where: str) -> None:
     print(report.compare_table([summary]), end="")
     for lvl in summary["load"]:
         lat = lvl["latency_s"]
-        print(f"  load c={lvl['concurrency']}: "
+        name = (f"{lvl['target_rate']:g}/s" if lvl.get("target_rate")
+                else f"c={lvl['concurrency']}")
+        print(f"  load {name}: "
               f"{lvl['tokens_per_s'] or 0:.1f} tokens/s, {lvl['requests']} requests, "
               f"{lvl['errors']} errors, {lvl['throttles']} throttles"
               + (f", latency p50 {lat['p50']:.3f} s" if lat else ""))

@@ -1,6 +1,7 @@
 """Measurement: the phases that send requests and turn replies into figures (warmup,
-decode, stream, load, quality, toolcall), the quality suite, the tool-call check, the
-degeneracy check and the statistics.
+decode, stream, context, load, quality, toolcall), the load profiles (load/), prompts of
+an exact engine-token length, datasets, SLO goodput, the quality suite, the tool-call
+check, the degeneracy check and the statistics.
 
 May import: backends (the request clients), run_context, progress, telemetry.prometheus
 (the /metrics sampler) and the standard library. Never providers (placement, AWS control

@@ -30,15 +30,23 @@ NEEDS_AWS_APIS = ("provision", "cost", "teardown", "report", "handoff")
 
 LAMBDA_MAX_TIMEOUT_S = 900
 HANDOFF = "handoff"  # not a phase: the step that continues a run in another region
+# Not phases either: the scale-out of the load phase (runners/measure/load/scale_out.py),
+# a plan step and a Map of shard steps that run before it.
+SCALE_OUT_PLAN = "load_scale_out"
+LOAD_SHARD = "load_shard"
+STEPS = (HANDOFF, SCALE_OUT_PLAN, LOAD_SHARD)
 # Seconds each step may run in one Lambda invocation; all under Lambda's 15 minutes.
 # await_ready is a single look (the state machine loops), so it is short.
 PHASE_TIMEOUT_S: dict[str, int] = {
     HANDOFF: 60,
+    SCALE_OUT_PLAN: 60,
+    LOAD_SHARD: 840,
     "provision": 300,
     "await_ready": 60,
     "warmup": 600,
     "decode": 600,
     "stream": 600,
+    "context": 840,
     "load": 840,
     "quality": 840,
     "toolcall": 300,
@@ -165,6 +173,6 @@ def execution_input(experiment: dict[str, Any], *, run_id: str, home_region: str
         },
         "regions": regions,
         "region_index": region_index,
-        "functions": {p: function_for(p, experiment["backend"]) for p in (*PHASES, HANDOFF)},
+        "functions": {p: function_for(p, experiment["backend"]) for p in (*PHASES, *STEPS)},
         "limits": limits(experiment),
     }

@@ -90,6 +90,10 @@ def handler(event: dict[str, Any], context: Any = None) -> dict[str, Any]:
         from runners.workflow import start  # boto3 is imported only where it is used
 
         return start.hand_off(event)
+    if phase == workflow.SCALE_OUT_PLAN:
+        return _checked_size(phase, phases.scale_out_plan(phase_context(event)))
+    if phase == workflow.LOAD_SHARD:
+        return _checked_size(phase, phases.load_shard(phase_context(event), event["shard"]))
     answer = phases.run_phase(phase, phase_context(event))
     if answer.get("error"):  # the whole error is in the phase's record
         answer["error"] = str(answer["error"])[:ERROR_CHARS]

@@ -57,14 +57,34 @@ def test_asl_validator_rejects_a_broken_definition(definition, tmp_path):
 
 def test_every_phase_is_a_task_in_order_from_the_phase_list(definition):
     tasks = _lambda_tasks(definition)
-    assert set(PHASES) | {"HandOff"} == set(tasks)
+    assert set(PHASES) | {"HandOff", "LoadScaleOut"} == set(tasks)
     for name, task in tasks.items():
         phase = task["Parameters"]["Payload"]["phase"]
         assert task["Parameters"]["FunctionName.$"] == f"$.functions.{phase}"
     measured = workflow.measurement_phases()
     for here, there in zip(measured, measured[1:]):
-        assert definition["States"][here]["Next"] == there
+        # load is entered through its scale-out steps (test below)
+        assert definition["States"][here]["Next"] == ("LoadScaleOut" if there == "load"
+                                                      else there)
     assert definition["States"][measured[-1]]["Next"] == "MeasuredAll"
+
+
+def test_load_is_entered_through_a_scale_out_map_that_cannot_fail_the_run(definition):
+    states = definition["States"]
+    assert states["LoadScaleOut"]["Next"] == "ScaleOut"
+    assert states["LoadScaleOut"]["Catch"][0]["Next"] == "teardown"
+    (choice,) = states["ScaleOut"]["Choices"]
+    assert (choice["Variable"], choice["BooleanEquals"], choice["Next"]) == (
+        "$.scale_out.enabled", True, "LoadShards")
+    assert states["ScaleOut"]["Default"] == "load"
+    shards = states["LoadShards"]
+    assert shards["Type"] == "Map" and shards["ItemsPath"] == "$.scale_out.items"
+    assert shards["ItemSelector"]["shard.$"] == "$$.Map.Item.Value"
+    assert shards.get("MaxConcurrency", 0) == 0  # every shard at once, to meet its instant
+    assert shards["Next"] == "load" and shards["Catch"][0]["Next"] == "load"
+    shard = shards["ItemProcessor"]["States"]["LoadShard"]
+    assert shard["Parameters"]["FunctionName.$"] == f"$.functions.{workflow.LOAD_SHARD}"
+    assert shard["TimeoutSeconds"] == workflow.phase_timeout_s(workflow.LOAD_SHARD) < 900
 
 
 def test_every_task_retries_lambda_errors_with_full_jitter(definition):

@@ -85,8 +85,9 @@ def test_asset_is_the_runners_package_and_nothing_else(assembly):
     folder = Path(assembly.directory) / source["path"]
     files = sorted(str(p.relative_to(folder)) for p in folder.rglob("*") if p.is_file())
     assert "runners/watchdog/lambda_handler.py" in files and "runners/tags.py" in files
-    # code, and the data files the runners read (the checked-in prices)
-    assert all(f.startswith("runners/") and f.endswith((".py", ".json")) for f in files), files
+    # code, and the data files the runners read (the checked-in prices, workload presets)
+    assert all(f.startswith("runners/") and f.endswith((".py", ".json", ".toml"))
+               for f in files), files
     assert not [f for f in files if "__pycache__" in f or "/." in f]
 
 
