@@ -39,3 +39,10 @@ def test_an_ec2_launch_is_allowed_with_exactly_the_tags_it_carries(resolved):
             assert evaluate(statements, action, arn, {}).allowed, (action, kind)
         image = f"arn:aws:ec2:{region}::image/ami-0123456789abcdef0"
         assert evaluate(statements, action, image, {}).allowed
+
+
+def test_the_watchdog_may_find_instant_fleets_by_tag(resolved):
+    # runners/watchdog/inventory.py Ec2Fleets: DescribeTags (resource-type fleet)
+    statements = resolved.role_statements(names.watchdog(), "WatchdogSweepRole")
+    assert evaluate(statements, "ec2:DescribeTags", "*",
+                    {"aws:RequestedRegion": "us-east-2"}).allowed
