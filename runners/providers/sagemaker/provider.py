@@ -12,6 +12,7 @@ teardown   DeleteEndpoint; a delete refused while the endpoint is in progress co
 from __future__ import annotations
 
 import copy
+import os
 from datetime import datetime, timezone
 from typing import Any, Callable
 
@@ -42,13 +43,15 @@ def _event(placement: dict, event: str, at: datetime, **detail: Any) -> None:
 class SageMakerProvider(Provider):
     """kwargs: `session` (a boto3 Session) or `client_factory(service, region)`; `now`
     (a clock returning an aware datetime); `fetch` and `hub_url` for the preflight's Hub
-    reads; `retry` (a retry_throttled-compatible callable)."""
+    reads; `retry` (a retry_throttled-compatible callable); `home_region`, where the run's
+    alerts topic is (default: the region this code runs in, AWS_REGION in Lambda)."""
 
     def __init__(self, experiment, *, session=None,
                  client_factory: Callable[[str, str], Any] | None = None,
                  now: Callable[[], datetime] | None = None,
                  fetch: preflight.Fetch = preflight.http_fetch, hub_url: str | None = None,
-                 retry: Callable = retry_throttled, **kwargs: Any):
+                 retry: Callable = retry_throttled, home_region: str | None = None,
+                 **kwargs: Any):
         super().__init__(experiment, **kwargs)
         if experiment.sagemaker is None:
             raise ValueError(f"{experiment.name}: not a SageMaker experiment")
@@ -57,6 +60,7 @@ class SageMakerProvider(Provider):
         self.now = now or (lambda: datetime.now(timezone.utc))
         self._fetch, self._hub_url, self._retry = fetch, hub_url, retry
         self._preflight_report: dict | None = None
+        self.home_region = home_region or os.environ.get("AWS_REGION")
 
     @property
     def ready_timeout_s(self) -> int:
@@ -198,16 +202,19 @@ class SageMakerProvider(Provider):
                 f"min). It bills while it waits and cannot be deleted until it leaves "
                 f"Creating. Container log: {names.log_group(endpoint)}.")
         placement["alerted"] = True
+        # The home region's topic: the control role may publish only there, and a fallback
+        # region's topic has no subscriber who knows about this run.
+        home = self.home_region or region
         try:
-            ssm = self._client("ssm", region)
+            ssm = self._client("ssm", home)
             topic = self._retry(lambda: ssm.get_parameter(Name=names.ALERTS_TOPIC_PARAMETER))
-            sns = self._client("sns", region)
+            sns = self._client("sns", home)
             self._retry(lambda: sns.publish(TopicArn=topic["Parameter"]["Value"],
                                             Subject=subject[:100], Message=body))
         except Exception as exc:  # noqa: BLE001 - recorded, and the run continues
             _event(placement, "creating_alert_failed", now, error=str(exc))
             return
-        _event(placement, "creating_alert", now, waited_s=round(waited_s))
+        _event(placement, "creating_alert", now, waited_s=round(waited_s), topic_region=home)
 
     # ------------------------------------------------------------------ client, teardown
 
