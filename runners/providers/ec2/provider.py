@@ -73,9 +73,10 @@ class Ec2Provider(Provider):
                              "such as http://127.0.0.1:8000")
         self._sleep, self._rng, self._now = sleep, rng or random.Random(), now
 
-    def _call(self, client, operation: str, **params: Any) -> dict[str, Any]:
+    def _call(self, client, operation: str, *, also_retry: frozenset[str] = frozenset(),
+              **params: Any) -> dict[str, Any]:
         return ec2_api.call(getattr(client, operation), sleep=self._sleep, rng=self._rng,
-                            **params)
+                            also_retry=also_retry, **params)
 
     # ------------------------------------------------------------------ provision
 
@@ -144,12 +145,16 @@ class Ec2Provider(Provider):
 
     def _record_addresses(self, ec2, placement: dict[str, Any]) -> None:
         """The private address is assigned at launch: record it now, so the in-VPC runner
-        (no route to the EC2 API) can probe the engine without DescribeInstances."""
+        (no route to the EC2 API) can probe the engine without DescribeInstances. The id
+        CreateFleet just returned may not be visible yet (eventual consistency): retried
+        with backoff; if it still is not, the control function's instance check of each
+        poll round (check_instance) records it."""
         try:
-            instance = self._call(ec2, "describe_instances", InstanceIds=[
-                placement["instance_id"]])["Reservations"][0]["Instances"][0]
+            instance = self._call(ec2, "describe_instances", also_retry=ec2_api.NOT_YET_VISIBLE_CODES,
+                                  InstanceIds=[placement["instance_id"]]
+                                  )["Reservations"][0]["Instances"][0]
         except (ClientError, BotoCoreError, IndexError, KeyError):
-            return  # poll_ready looks it up when it can
+            return
         placement["private_ip"] = instance.get("PrivateIpAddress")
         placement["public_ip"] = instance.get("PublicIpAddress")
 
@@ -272,7 +277,9 @@ class Ec2Provider(Provider):
         if fleet_id:
             problems += self._delete_fleet(ec2, fleet_id)
         if instance_id:
-            problems += self._terminate(ec2, instance_id)
+            # with the fleet deleted (TerminateInstances=True), EC2 ends its instance anyway
+            problems += self._terminate(ec2, instance_id, fleet_done=bool(fleet_id)
+                                        and not problems)
         if problems:
             return {"state": "retry-later", "message": "; ".join(problems),
                     "fleet_id": fleet_id, "instance_id": instance_id}
@@ -308,11 +315,16 @@ class Ec2Provider(Provider):
                 for f in answer.get("UnsuccessfulFleetDeletions", [])
                 if f["Error"]["Code"] not in ("fleetIdDoesNotExist", "fleetNotInDeletableState")]
 
-    def _terminate(self, ec2, instance_id: str) -> list[str]:
+    def _terminate(self, ec2, instance_id: str, *, fleet_done: bool = False) -> list[str]:
+        """TerminateInstances. NotFound for an id CreateFleet returned means "not visible
+        yet" as often as "gone" (eventual consistency): unless the fleet's deletion already
+        covers the instance, it is retried with backoff, and then is a problem to retry
+        later, never a quiet success."""
         try:
-            self._call(ec2, "terminate_instances", InstanceIds=[instance_id])
+            self._call(ec2, "terminate_instances", InstanceIds=[instance_id],
+                       also_retry=frozenset() if fleet_done else ec2_api.NOT_YET_VISIBLE_CODES)
         except ClientError as exc:
-            if ec2_api.error_code(exc) == "InvalidInstanceID.NotFound":
+            if ec2_api.error_code(exc) in ec2_api.NOT_YET_VISIBLE_CODES and fleet_done:
                 return []
             return [f"TerminateInstances {instance_id}: {exc}"]
         except BotoCoreError as exc:
