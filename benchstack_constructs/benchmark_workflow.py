@@ -184,8 +184,23 @@ class BenchmarkWorkflow(Construct):
             "next-region"), result_path="$.then").next(teardown)
 
         # ---- the await loop: one look per task, a Wait between looks, bounded
+        # EC2: the control function looks at the instance each round (the in-VPC poller
+        # cannot reach the EC2 API); a dead instance fails the wait now.
+        check_instance = self._task(workflow.INSTANCE_CHECK, state_name="CheckInstance",
+                                    result_path="$.site", result_selector={
+                                        "status.$": "$.Payload.status",
+                                        "placement.$": "$.Payload.placement"})
+        check_instance.add_catch(teardown, result_path="$.error")
+        check_instance.next(sfn.Choice(s, "InstanceAlive")
+                            .when(sfn.Condition.string_equals("$.site.status", "failed"),
+                                  not_ready)
+                            .otherwise(await_ready))
         count_poll = sfn.Pass(s, "CountPoll", result_path="$.loop", parameters=_loop(
-            polls="States.MathAdd($.loop.polls, 1)")).next(await_ready)
+            polls="States.MathAdd($.loop.polls, 1)")).next(
+            sfn.Choice(s, "LookAtInstance")
+            .when(sfn.Condition.boolean_equals("$.limits.check_instance", True),
+                  check_instance)
+            .otherwise(await_ready))
         wait_poll = sfn.Wait(s, "WaitBeforePoll", time=sfn.WaitTime.seconds_path(
             "$.limits.poll_seconds")).next(count_poll)
         slow_alert = self._alert(

@@ -57,7 +57,7 @@ def test_asl_validator_rejects_a_broken_definition(definition, tmp_path):
 
 def test_every_phase_is_a_task_in_order_from_the_phase_list(definition):
     tasks = _lambda_tasks(definition)
-    assert set(PHASES) | {"HandOff"} == set(tasks)
+    assert set(PHASES) | {"HandOff", "CheckInstance"} == set(tasks)
     for name, task in tasks.items():
         phase = task["Parameters"]["Payload"]["phase"]
         assert task["Parameters"]["FunctionName.$"] == f"$.functions.{phase}"

@@ -202,6 +202,19 @@ class Ec2Provider(Provider):
             # In the VPC there is no EC2 API; the engine's answer is the only look.
             placement["base_url"] = self._base_url(placement)
             return self._probe_engine(placement)
+        look = self._look_at_instance(placement)
+        if look is not None:
+            return look
+        placement["base_url"] = self._base_url(placement)
+        if placement["base_url"] is None:
+            return {"state": "failed", "placement": placement,
+                    "message": f"instance has no {self.endpoint} IP address; set endpoint to "
+                               "a port-forward URL or run inside the VPC"}
+        return self._probe_engine(placement)
+
+    def _look_at_instance(self, placement: dict[str, Any]) -> dict[str, Any] | None:
+        """DescribeInstances: records the addresses in `placement`; None while the instance
+        runs, else the failed (gone) or waiting (not yet running, unreadable) answer."""
         ec2 = self._clients("ec2", placement["region"])
         try:
             reservations = self._call(ec2, "describe_instances",
@@ -214,16 +227,26 @@ class Ec2Provider(Provider):
         placement["public_ip"] = instance.get("PublicIpAddress")
         if state in _GONE:
             reason = instance.get("StateReason", {}).get("Message", "no reason given")
+            placement["instance_state"] = {"state": state, "reason": reason}
             return {"state": "failed", "placement": placement,
                     "message": f"instance {placement['instance_id']} is {state}: {reason}"}
         if state != "running":
             return {"state": "waiting", "placement": placement, "message": f"instance {state}"}
-        placement["base_url"] = self._base_url(placement)
-        if placement["base_url"] is None:
-            return {"state": "failed", "placement": placement,
-                    "message": f"instance has no {self.endpoint} IP address; set endpoint to "
-                               "a port-forward URL or run inside the VPC"}
-        return self._probe_engine(placement)
+        return None
+
+    def check_instance(self, placement: dict[str, Any]) -> dict[str, Any]:
+        """The workflow's look at the instance from outside the VPC, each poll round: the
+        in-VPC poller has no route to the EC2 API, so without this a terminated or stopped
+        instance (spot reclaim, its own power-off at expiry, a boot failure) would read as
+        "waiting" until the ready budget ends. {"state": "failed" | "alive", ...}."""
+        placement = dict(placement)
+        if not placement.get("instance_id"):
+            return {"state": "alive", "placement": placement, "message": "nothing placed"}
+        look = self._look_at_instance(placement)
+        if look is not None and look["state"] == "failed":
+            return look
+        return {"state": "alive", "placement": placement,
+                "message": look["message"] if look else "instance running"}
 
     def _base_url(self, placement: dict[str, Any]) -> str | None:
         if "://" in self.endpoint:
