@@ -141,7 +141,7 @@ class Ec2Provider(Provider):
                                                 if c.instance_type == placed["instance_type"]),
                                                None)
         self._record_addresses(ec2, placement)
-        return placement
+        return ec2_fleet.compact(placement)
 
     def _record_addresses(self, ec2, placement: dict[str, Any]) -> None:
         """The private address is assigned at launch: record it now, so the in-VPC runner
@@ -164,7 +164,8 @@ class Ec2Provider(Provider):
         detail["placement"]) so the teardown phase retries it."""
         outcome = self.teardown(placement)
         if outcome["state"] != "deleted":
-            error.detail = {**error.detail, "placement": placement, "teardown": outcome}
+            error.detail = {**error.detail, "placement": ec2_fleet.compact(placement),
+                            "teardown": outcome}
         return error
 
     def _candidates(self, ec2, ssm, instance_types: list[str]):
