@@ -15,7 +15,6 @@ from __future__ import annotations
 
 from aws_cdk import Aws, Duration, RemovalPolicy
 from aws_cdk import aws_events as events
-from aws_cdk import aws_events_targets as targets
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
@@ -298,7 +297,7 @@ class BenchmarkWorkflow(Construct):
                                detail_type=["Step Functions Execution Status Change"],
                                detail={"stateMachineArn": [self.state_machine.state_machine_arn],
                                        "status": FINAL_STATUSES}))
-        rule.add_target(targets.SnsTopic(self.alerts.topic, message=events.RuleTargetInput
+        rule.add_target(self.alerts.rule_target(events.RuleTargetInput
                                          .from_text(f"benchstack run {detail('$.detail.name')}: "
                                                     f"{detail('$.detail.status')} "
                                                     f"({detail('$.detail.executionArn')})")))

@@ -46,3 +46,37 @@ def test_the_watchdog_may_find_instant_fleets_by_tag(resolved):
     statements = resolved.role_statements(names.watchdog(), "WatchdogSweepRole")
     assert evaluate(statements, "ec2:DescribeTags", "*",
                     {"aws:RequestedRegion": "us-east-2"}).allowed
+
+
+def test_only_this_accounts_rules_and_alarms_may_publish_to_the_alerts_topic(resolved):
+    """No statement lets events.amazonaws.com (any account's rule) publish unconditioned."""
+    from tests.iam.policy import Statement
+
+    for region in ("us-east-1", "us-east-2", "us-west-2"):
+        stack = names.foundation(region)
+        template = resolved.templates[stack]
+        (topic_policy,) = [r for r in template["Resources"].values()
+                           if r["Type"] == "AWS::SNS::TopicPolicy"]
+        for raw in topic_policy["Properties"]["PolicyDocument"]["Statement"]:
+            principal = raw.get("Principal", {})
+            services = principal.get("Service", []) if isinstance(principal, dict) else []
+            if raw["Effect"] != "Allow" or not services:
+                continue
+            resolved_raw = resolved.resolve(stack, {k: v for k, v in raw.items()
+                                                    if k in ("Effect", "Action", "Resource",
+                                                             "Condition")})
+            statement = Statement.parse(resolved_raw, where=stack)
+            topic = statement.resources[0]
+            ours = {"aws:SourceAccount": ACCOUNT,
+                    "aws:SourceArn": f"arn:aws:events:{region}:{ACCOUNT}:rule/x"}
+            theirs = {"aws:SourceAccount": "999999999999",
+                      "aws:SourceArn": f"arn:aws:events:{region}:999999999999:rule/x"}
+            assert evaluate([statement], "sns:Publish", topic, ours).allowed
+            assert not evaluate([statement], "sns:Publish", topic, theirs).allowed, raw
+
+
+def test_the_run_end_rule_still_targets_the_alerts_topic(resolved):
+    template = resolved.templates[names.benchmark(HOME)]
+    (rule,) = [r for r in template["Resources"].values() if r["Type"] == "AWS::Events::Rule"]
+    (target,) = rule["Properties"]["Targets"]
+    assert "AlertsTopic" in str(target["Arn"]) and "InputTransformer" in target
