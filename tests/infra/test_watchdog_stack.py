@@ -23,6 +23,7 @@ DELETES = {"sagemaker:DeleteEndpoint", "sagemaker:DeleteEndpointConfig",
 # actions with no resource-level permissions: the only ones allowed on "*"
 STAR_ACTIONS = {"sagemaker:ListEndpoints", "sagemaker:ListEndpointConfigs",
                 "sagemaker:ListModels", "ec2:DescribeInstances", "ec2:DescribeFleets",
+                "ec2:DescribeTags",
                 "cloudwatch:PutMetricData"}
 
 
@@ -176,16 +177,17 @@ def _built(tmp_path, **context):
 
 def test_settings_from_context_and_a_foundation_for_the_home_region(tmp_path):
     built, assembly = _built(tmp_path, watchdog_region="eu-west-1",
-                             watchdog_regions="us-east-1,eu-west-1", watchdog_dry_run="true",
-                             watchdog_rate_minutes=30)
-    assert built.watchdog.settings == WatchdogSettings("eu-west-1", ("us-east-1", "eu-west-1"),
-                                                       30, True)
+                             watchdog_regions="us-east-1,us-west-2,eu-west-1",
+                             watchdog_dry_run="true", watchdog_rate_minutes=30)
+    assert built.watchdog.settings == WatchdogSettings(
+        "eu-west-1", ("us-east-1", "us-west-2", "eu-west-1"), 30, True)
     assert names.foundation("eu-west-1") in {s.stack_name for s in assembly.stacks}
     template = assembly.get_stack_by_name(names.watchdog()).template
     assert only(template, "AWS::Events::Rule")["Properties"]["ScheduleExpression"] == \
         "rate(30 minutes)"
     env = only(template, "AWS::Lambda::Function")["Properties"]["Environment"]["Variables"]
-    assert (env["WATCHDOG_REGIONS"], env["WATCHDOG_DRY_RUN"]) == ("us-east-1,eu-west-1", "true")
+    assert (env["WATCHDOG_REGIONS"], env["WATCHDOG_DRY_RUN"]) == (
+        "us-east-1,us-west-2,eu-west-1", "true")
 
 
 def test_no_watchdog_without_a_cloud_experiment(tmp_path):
@@ -227,5 +229,15 @@ def test_the_alarm_may_publish_to_the_home_alerts_topic(templates):
                and "cloudwatch.amazonaws.com" in s["Principal"]["Service"]]
     assert len(allowed) == 1
     assert allowed[0]["Action"] == "sns:Publish"
-    assert allowed[0]["Condition"] == {"StringEquals": {"aws:SourceAccount": {
-        "Ref": "AWS::AccountId"}}}
+    assert allowed[0]["Condition"]["StringEquals"] == {"aws:SourceAccount": {
+        "Ref": "AWS::AccountId"}}
+    assert "cloudwatch:*:" in json.dumps(allowed[0]["Condition"]["ArnLike"])
+
+
+def test_an_experiment_region_the_watchdog_does_not_sweep_is_refused_in_one_line(tmp_path):
+    with pytest.raises(experiment.ExperimentError) as caught:
+        _built(tmp_path, watchdog_regions="us-east-1,us-east-2")
+    assert str(caught.value) == (
+        f"{EXPERIMENTS_DIR / 'e2b-fp16-g5g.toml'}: regions: us-west-2 not swept by the "
+        "watchdog (watchdog_regions: us-east-1,us-east-2); add it with -c "
+        "watchdog_regions=us-east-1,us-east-2,us-west-2 or in cdk.json")
