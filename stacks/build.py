@@ -43,6 +43,24 @@ def unswept(experiments: list[Experiment], watchdog: WatchdogSettings) -> None:
                 f"{','.join(sorted({*watchdog.regions, *missing}))} or in cdk.json")
 
 
+# AWS's documentation account: an experiment file names it where you must put yours.
+EXAMPLE_ACCOUNT = "111122223333"
+
+
+def placeholder_images(experiments: list[Experiment], account: str | None) -> None:
+    """Refuse, when deploying (the account is known), an engine image in the example
+    account: the instance could never pull it and would bill while the run waits."""
+    if not account:
+        return
+    for exp in experiments:
+        image = exp.ec2.engine_image if exp.ec2 else ""
+        if image.startswith(f"{EXAMPLE_ACCOUNT}.dkr.ecr."):
+            raise ExperimentError(
+                exp.source, "ec2.engine_image",
+                f"{image!r} is in AWS's example account {EXAMPLE_ACCOUNT}; push the image "
+                f"to ECR and name it as {account}.dkr.ecr.<region>.amazonaws.com/<repo>:<tag>")
+
+
 def build(app: App, experiments: list[Experiment], *, validate: bool = True,
           account: str | None = None) -> Built:
     """Foundation and benchmark stacks for every region in use, then one stack per
@@ -59,6 +77,7 @@ def build(app: App, experiments: list[Experiment], *, validate: bool = True,
     watchdog = WatchdogSettings.from_context(app.node) if cloud else None
     if watchdog:
         unswept(cloud, watchdog)
+    placeholder_images(cloud, account)
     in_use = {r for e in cloud for r in e.regions} | ({watchdog.home_region} if watchdog
                                                        else set())
     for region in sorted(in_use):

@@ -241,3 +241,13 @@ def test_an_experiment_region_the_watchdog_does_not_sweep_is_refused_in_one_line
         f"{EXPERIMENTS_DIR / 'e2b-fp16-g5g.toml'}: regions: us-west-2 not swept by the "
         "watchdog (watchdog_regions: us-east-1,us-east-2); add it with -c "
         "watchdog_regions=us-east-1,us-east-2,us-west-2 or in cdk.json")
+
+
+def test_deploying_an_engine_image_in_the_example_account_is_refused(tmp_path):
+    exp = experiment.find(EXPERIMENTS_DIR, "e2b-fp16-g5g")
+    app = App(outdir=str(tmp_path), context=cdk_context())
+    with pytest.raises(experiment.ExperimentError) as caught:
+        build(app, [exp], validate=False, account="123456789012")
+    assert str(caught.value).startswith(
+        f"{exp.source}: ec2.engine_image: '111122223333.dkr.ecr.us-east-1.amazonaws.com/"
+        "vllm-sm75:0.27.2rc0' is in AWS's example account 111122223333; push the image")
