@@ -11,9 +11,14 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from runners.providers.base import ProvisionError
-from runners.workflow import execution as workflow
-from runners.workflow import phases
+from runners import sdk
+
+# Refuse to start on an SDK that would drop fields quietly, before anything imports it.
+sdk.require_botocore()
+
+from runners.providers.base import ProvisionError  # noqa: E402
+from runners.workflow import execution as workflow  # noqa: E402
+from runners.workflow import phases  # noqa: E402
 
 
 ERROR_CHARS = 1000  # of an error message kept in the workflow's state

@@ -79,7 +79,7 @@ def test_function_runs_the_runners_code_within_the_schedule(template):
         iter(resources(template, "AWS::Logs::LogGroup")))}
 
 
-def test_asset_is_the_runners_package_and_nothing_else(assembly):
+def test_asset_is_the_runners_package_and_the_pinned_sdk(assembly):
     manifest = Path(assembly.directory) / f"{names.watchdog()}.assets.json"
     (source,) = [f["source"] for f in json.loads(manifest.read_text())["files"].values()
                  if f["source"].get("packaging") == "zip"]
@@ -87,7 +87,12 @@ def test_asset_is_the_runners_package_and_nothing_else(assembly):
     files = sorted(str(p.relative_to(folder)) for p in folder.rglob("*") if p.is_file())
     assert "runners/watchdog/lambda_handler.py" in files and "runners/tags.py" in files
     # code, and the data files the runners read (the checked-in prices)
-    assert all(f.startswith("runners/") and f.endswith((".py", ".json")) for f in files), files
+    ours = [f for f in files if f.startswith("runners/")]
+    assert all(f.endswith((".py", ".json")) for f in ours), ours
+    # the rest is the SDK (benchstack_constructs/runner_bundle.py)
+    assert {f.split("/")[0].split("-")[0] for f in files if f not in ours} == {
+        "boto3", "botocore", "s3transfer", "jmespath", "dateutil", "python_dateutil",
+        "six.py", "six", "urllib3"}
     assert not [f for f in files if "__pycache__" in f or "/." in f]
 
 
