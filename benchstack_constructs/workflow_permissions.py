@@ -124,6 +124,11 @@ def results_store(bucket_name: str) -> list[iam.PolicyStatement]:
 
 def parameters_and_prices() -> list[iam.PolicyStatement]:
     return [
+        # A gated model's Hugging Face token, for the SageMaker preflight's Hub reads
+        # (Secrets Manager adds six random characters to a secret's ARN).
+        iam.PolicyStatement(actions=["secretsmanager:GetSecretValue"],
+                            resources=[arn("secretsmanager",
+                                           f"secret:{sagemaker_names.HF_TOKEN_SECRET}-??????")]),
         # GetParameters: the SageMaker provider reads the stack's two names in one call.
         iam.PolicyStatement(actions=["ssm:GetParameter", "ssm:GetParameters"],
                             resources=[arn("ssm", f"parameter{workflow.SSM_ROOT}/*")]),

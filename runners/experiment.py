@@ -45,6 +45,9 @@ class Model:
     served_name: str  # the name requests use (vLLM --served-model-name)
     build: str  # label of the weights build, e.g. "emb4", "w4a16", "bf16"
     precision: str  # what the weights are stored as: one of PRECISIONS
+    # The Hub asks for an accepted licence and a token: the backends get the optional
+    # token (SageMaker: Secrets Manager benchstack/hf-token; EC2: SSM /benchstack/hf-token)
+    gated: bool = False
 
 
 @dataclass(frozen=True)
@@ -261,6 +264,7 @@ def _model(t: _Table) -> Model:
         served_name=t.scalar("served_name", str),
         build=t.scalar("build", str),
         precision=t.scalar("precision", str, choices=PRECISIONS),
+        gated=t.scalar("gated", bool, False),
     )
     t.done()
     return model

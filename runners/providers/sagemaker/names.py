@@ -22,6 +22,10 @@ MODEL_NAME = "model-name"
 EXECUTION_ROLE_ARN = "execution-role-arn"
 # Written by the foundation stack (stacks/names.py foundation_parameter("alerts-topic-arn")).
 ALERTS_TOPIC_PARAMETER = "/benchstack/foundation/alerts-topic-arn"
+# The Hugging Face token of a gated model (experiment model.gated), a Secrets Manager
+# secret: CreateModel's Environment takes only plain strings, and CloudFormation resolves
+# a secretsmanager dynamic reference in any property (ssm-secure only in a few).
+HF_TOKEN_SECRET = "benchstack/hf-token"
 
 
 def endpoint_name(experiment: str, run_id: str) -> str:

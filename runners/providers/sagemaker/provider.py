@@ -16,10 +16,12 @@ import os
 from datetime import datetime, timezone
 from typing import Any, Callable
 
+from botocore.exceptions import ClientError
+
 from runners import tags
 from runners.checks import preflight
 from runners.providers.base import Provider, ProvisionError
-from runners.providers.retry import retry_throttled
+from runners.providers.retry import error_code, retry_throttled
 from runners.providers.sagemaker import endpoint as sagemaker_endpoint
 from runners.providers.sagemaker import names
 
@@ -89,11 +91,28 @@ class SageMakerProvider(Provider):
         if self._preflight_report is None:
             try:
                 self._preflight_report = preflight.run(self.experiment, fetch=self._fetch,
-                                                       base_url=self._hub_url)
+                                                       base_url=self._hub_url,
+                                                       token=self._hub_token())
             except preflight.PreflightError as exc:
                 raise ProvisionError(ProvisionError.FATAL, f"preflight: {exc}",
                                      {"stage": "preflight"}) from None
         return self._preflight_report
+
+    def _hub_token(self) -> str | None:
+        """A gated model's token, for the preflight's Hub reads: HF_TOKEN when set (a
+        laptop), else the Secrets Manager secret the endpoint's model reads too."""
+        if not self.experiment.model.gated or preflight.env_token():
+            return None
+        region = self.home_region or self.experiment.regions[0]
+        secrets = self._client("secretsmanager", region)
+        try:
+            answer = self._retry(lambda: secrets.get_secret_value(SecretId=names.HF_TOKEN_SECRET))
+        except ClientError as exc:
+            raise ProvisionError(
+                ProvisionError.FATAL, f"{region}: reading the Hugging Face token "
+                f"{names.HF_TOKEN_SECRET} from Secrets Manager: {error_code(exc)}; create it "
+                "(docs/first-deploy.md)", {"stage": "preflight"}) from None
+        return answer.get("SecretString")
 
     def _stack_names(self, region: str) -> dict[str, str]:
         keys = (names.ENDPOINT_CONFIG_NAME, names.MODEL_NAME)
