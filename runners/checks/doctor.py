@@ -207,12 +207,13 @@ def check_ec2_quota(clients, region: str, instance_types: list[str], market: str
         return Check(name, FAIL, f"no Service Quotas entry \"{quota_name}\" in {region}")
     limit = int(quota["Value"])
     free = limit - _ec2_vcpus_in_use(clients, region, quota_name, market)
+    smallest = min(instance_types, key=lambda t: hardware.lookup(t).vcpus)
     sizes = sorted(hardware.lookup(t).vcpus for t in instance_types)
     where = f"\"{quota_name}\" ({quota['QuotaCode']})"
     if free < sizes[0]:
         return Check(name, FAIL, f"{free} of {limit} vCPUs free for {where}, {sizes[0]} needed "
-                                 f"for {min(instance_types, key=lambda t: hardware.lookup(t).vcpus)}: "
-                                 f"request an increase in Service Quotas (ec2) in {region}")
+                                 f"for {smallest}: request an increase in Service Quotas (ec2) "
+                                 f"in {region}")
     if free < sizes[-1]:
         return Check(name, WARN, f"{free} of {limit} vCPUs free for {where}: the larger types "
                                  f"(up to {sizes[-1]} vCPUs) will be refused")

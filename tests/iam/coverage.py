@@ -22,27 +22,37 @@ HOME = "us-east-1"  # the benchmark stack whose roles are evaluated (all regions
 @dataclass(frozen=True)
 class Role:
     name: str
-    stack: Callable[[str], str]  # the region the code runs in -> the stack with the role
+    stack: Callable[[dict], str]  # the recorded call -> the stack holding the role
     prefix: str  # the role's logical id prefix
 
 
-def _benchmark(region: str) -> str:
-    """The benchmark stack of the region the function runs in (its home), else HOME's."""
+def home(call: dict) -> str:
+    """Where the code runs: AWS_REGION in Lambda; a test that sets none runs where it
+    calls, as a run's home region would."""
+    return call.get("home") or call["region"]
+
+
+def _benchmark(call: dict) -> str:
+    """The benchmark stack of the region the function runs in, else HOME's."""
+    region = home(call)
     return names.benchmark(region if region in BENCHMARK_REGIONS else HOME)
 
 
 BENCHMARK_REGIONS = ("us-east-1", "us-east-2", "us-west-2")
 CONTROL = Role("control function", _benchmark, "ControlRole")
 DATA = Role("in-VPC data function", _benchmark, "DataRole")
-WATCHDOG = Role("watchdog", lambda region: names.watchdog(), "WatchdogSweepRole")
+WATCHDOG = Role("watchdog", lambda call: names.watchdog(), "WatchdogSweepRole")
+# The deploy trigger: the experiment stack (in the experiment's first region) of the
+# experiment it starts (BENCHSTACK_EXPERIMENT, recorded with the call).
+TRIGGER = Role("deploy trigger", lambda call: names.experiment(call["experiment"], home(call)),
+               "RunOnDeployStarterRole")
 
 # Call site (a runners frame "module.function", matched as a prefix, innermost frame
 # first, first entry that matches wins) -> the roles that run it. None: not a deployed
 # role (a laptop's or the CLI's own credentials).
 RUNS_IN: list[tuple[str, tuple[Role, ...] | None]] = [
     ("runners.workflow.start.hand_off", (CONTROL,)),
-    ("runners.workflow.start.trigger_handler", None),  # the experiment stack's starter:
-    # its grants name one deployed experiment's parameters (tests/infra cover them)
+    ("runners.workflow.start.trigger_handler", (TRIGGER,)),
     ("runners.workflow.start", None),  # `python -m runners start`
     ("runners.checks.doctor", None),  # `python -m runners doctor`, the user's credentials
     ("runners.cli", None),

@@ -136,9 +136,9 @@ class Templates:
                 found.append(Statement.parse(self.resolve(stack, raw),
                                              where=f"{stack}/{logical}#{index}"))
         for inline in template["Resources"][roles[0]].get("Properties", {}).get("Policies", []):
+            where = f"{stack}/{roles[0]}/{inline['PolicyName']}"
             for index, raw in enumerate(inline["PolicyDocument"]["Statement"]):
-                found.append(Statement.parse(self.resolve(stack, raw),
-                                             where=f"{stack}/{roles[0]}/{inline['PolicyName']}#{index}"))
+                found.append(Statement.parse(self.resolve(stack, raw), where=f"{where}#{index}"))
         return found
 
 

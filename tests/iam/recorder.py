@@ -61,6 +61,8 @@ class Recorder:
                 "operation": model.name, "region": client_region,
                 # where the code runs: Lambda sets AWS_REGION to the function's region
                 "home": os.environ.get("AWS_REGION"),
+                # the deploy trigger's experiment (its stack holds the starter role)
+                "experiment": os.environ.get("BENCHSTACK_EXPERIMENT"),
                 "params": context.get(_PARAMS, {}), "frames": frames}) + "\n")
             self.out.flush()
 

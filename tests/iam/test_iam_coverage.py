@@ -105,11 +105,8 @@ def test_every_runner_call_is_granted_to_the_role_that_makes_it(calls, resolved)
             problems.append(f"{call['frames'][0]}: no RUNS_IN entry says which role runs this "
                             f"(tests/iam/coverage.py)")
             continue
-        # the function runs in its home region (AWS_REGION in Lambda); a test that sets
-        # none runs where it calls, as a run's home region would
-        home = call.get("home") or call["region"]
         for role in roles or ():
-            statements = resolved.role_statements(role.stack(home), role.prefix)
+            statements = resolved.role_statements(role.stack(call), role.prefix)
             for check in checks_of(call, world):
                 key = (role.name, check.action, check.resource, json.dumps(check.context,
                                                                           sort_keys=True))
@@ -121,9 +118,9 @@ def test_every_runner_call_is_granted_to_the_role_that_makes_it(calls, resolved)
                 if not decision.allowed:
                     near = "; ".join(f"{s.where}: {why}" for s, why in decision.near[:2])
                     problems.append(
-                        f"{' <- '.join(call['frames'][:3])}: {check.action} on {check.resource} is not "
-                        f"allowed to the {role.name} role ({role.stack(home)} "
-                        f"{role.prefix}); a statement that would allow it: "
+                        f"{' <- '.join(call['frames'][:3])}: {check.action} on "
+                        f"{check.resource} is not allowed to the {role.name} role "
+                        f"({role.stack(call)} {role.prefix}); a statement that would allow it: "
                         f"{_would_allow(check)}" + (f" (near: {near})" if near else ""))
     assert not problems, "\n".join(sorted(set(problems)))
     assert evaluated > 20

@@ -65,3 +65,11 @@ def test_the_workflow_ends_the_wait_in_the_round_the_instance_died(aws, monkeypa
     used = {(fn, event["phase"]) for fn, event in aws["invocations"]}
     assert (workflow.CONTROL_FUNCTION, workflow.INSTANCE_CHECK) in used
     assert (workflow.DATA_FUNCTION, "await_ready") in used
+
+
+def test_in_the_vpc_a_missing_address_waits_for_the_check_without_calling_ec2(monkeypatch):
+    monkeypatch.setenv("AWS_LAMBDA_FUNCTION_NAME", workflow.DATA_FUNCTION)
+    cloud = Cloud(load("e2b-emb4-g6"))
+    look = cloud.provider.poll_ready(PLACEMENT)  # no DescribeInstances stubbed
+    cloud.verify()
+    assert look["state"] == "waiting" and "instance check" in look["message"]

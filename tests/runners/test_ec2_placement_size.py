@@ -69,7 +69,8 @@ def test_a_placement_after_many_refusals_fits_the_workflow_state():
     named = {w for r in placement["refused"] for w in r.get("where", [])} | {
         f"{r['instance_type']}@{r['az']}" for r in placement["refused"] if "az" in r}
     assert named == {f"{t}@{az}" for t in TYPES for az in AZS} - {f"{TYPES[-1]}@{AZS[-1]}"}
-    assert placement["instance_type"] == TYPES[-1] and placement["tried"][0] == "g6.xlarge@us-east-1a"
+    assert placement["instance_type"] == TYPES[-1]
+    assert placement["tried"][0] == "g6.xlarge@us-east-1a"
 
 
 def test_messages_are_kept_while_they_fit():
