@@ -285,6 +285,10 @@ def check_engine_images(clients, experiment: Experiment, regions: list[str],
         return checks
     image = experiment.ec2.engine_image
     ecr = ecr_image(image)
+    host = image.split("/", 1)[0]
+    if ecr is None and ("." in host or ":" in host) and host != "docker.io":
+        return [Check("engine-image", WARN, f"{image}: doctor checks ECR and Docker Hub images "
+                                            f"only; check {host} by hand")]
     if ecr is None:
         return [_docker_hub_image("engine-image", image, fetch)]
     _, reference = _split_reference(image)

@@ -254,3 +254,21 @@ def test_the_bootstrap_must_be_new_enough(version, status):
     aws = StubbedSession()
     aws.parameter("us-east-1", doctor.BOOTSTRAP_PARAMETER, version)
     assert doctor.check_bootstrap(doctor._Clients(aws), "us-east-1", ACCOUNT).status == status
+
+
+def test_an_image_on_another_registry_is_left_to_the_user():
+    import dataclasses
+
+    exp = load("e2b-emb4-g6")
+    exp = dataclasses.replace(exp, ec2=dataclasses.replace(
+        exp.ec2, engine_image="public.ecr.aws/neuron/vllm:1.0"))
+    (check,) = doctor.check_engine_images(None, exp, ["us-east-1"], fetch=None)
+    assert check.status == "warn" and "check public.ecr.aws by hand" in check.message
+
+
+def test_a_docker_hub_image_that_does_not_exist_fails():
+    exp = load("e2b-emb4-g6")
+    (check,) = doctor.check_engine_images(None, exp, ["us-east-1"],
+                                          fetch=docker_hub_and(FakeHub(), missing=True))
+    assert check == Check("engine-image", "fail", "vllm/vllm-openai:v0.30.0 not found on Docker "
+                                                  "Hub (HTTP 404): fix ec2.engine_image")
