@@ -209,14 +209,15 @@ def quality(run: Run, rec: Recorder) -> dict[str, Any]:
                              temperature=quality_suite.TEMPERATURE), question=i)
         answers.append({"kind": q.kind, "prompt": q.prompt, "answer": reply.text,
                         "status": reply.status, "error": reply.error,
-                        "correct": reply.ok and q.correct(reply.text)})
+                        "correct": reply.ok and q.correct(reply.text),
+                        "correct_raw": reply.ok and q.correct_raw(reply.text)})
     by_kind: dict[str, list[int]] = {}
     for a in answers:
         by_kind.setdefault(a["kind"], [0, 0])
         by_kind[a["kind"]][0] += a["correct"]
         by_kind[a["kind"]][1] += 1
     return {"suite": "compare40", "correct": sum(a["correct"] for a in answers),
-            "total": len(answers),
+            "correct_raw": sum(a["correct_raw"] for a in answers), "total": len(answers),
             "by_kind": {k: {"correct": c, "total": t} for k, (c, t) in by_kind.items()},
             "answers": answers}
 
@@ -234,7 +235,9 @@ def _toolcall_run(rec: Recorder, index: int) -> dict[str, Any]:
                     "correct": toolcall_check.answer_correct(reply.text), "filter_ok": calls_ok,
                     "filters": filters, "answer": reply.text,
                     "seconds": round(time.perf_counter() - started, 3)}
-        messages.append({"role": "assistant", "content": reply.text or None, "tool_calls": [
+        # Content is a string, "" without text: OpenAI also takes null, llama-cpp-python
+        # 0.3.36 refuses null (llama_types.py: content str) and a missing key (its template).
+        messages.append({"role": "assistant", "content": reply.text, "tool_calls": [
             {"id": c.get("id") or f"call{turn}-{n}", "type": "function",
              "function": {"name": c["name"], "arguments": c["arguments"]}}
             for n, c in enumerate(reply.tool_calls)]})
