@@ -4,7 +4,10 @@ experiment stack's launch templates.
 provision   one CreateFleet (type instant) per region over every (instance type x AZ)
             the catalog and DescribeInstanceTypeOfferings allow; a region without
             capacity raises ProvisionError("capacity") so the caller tries the next one.
-poll_ready  one look: the instance's state, then the engine's /health and /v1/models.
+poll_ready  one look: the instance's state, then the engine's /health and /v1/models (in
+            the VPC, where the EC2 API is out of reach, the engine's answer alone).
+check_instance  the workflow's look at the instance from outside the VPC, each poll round:
+            a terminated or stopped instance ends the wait with its state reason.
 teardown    DeleteFleets with TerminateInstances, and TerminateInstances itself: the
             instance is what bills, so both are asked and either suffices.
 
