@@ -21,7 +21,6 @@ from __future__ import annotations
 
 from aws_cdk import Aws, Duration, RemovalPolicy
 from aws_cdk import aws_events as events
-from aws_cdk import aws_events_targets as targets
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
@@ -194,8 +193,23 @@ class BenchmarkWorkflow(Construct):
             "next-region"), result_path="$.then").next(teardown)
 
         # ---- the await loop: one look per task, a Wait between looks, bounded
+        # EC2: the control function looks at the instance each round (the in-VPC poller
+        # cannot reach the EC2 API); a dead instance fails the wait now.
+        check_instance = self._task(workflow.INSTANCE_CHECK, state_name="CheckInstance",
+                                    result_path="$.site", result_selector={
+                                        "status.$": "$.Payload.status",
+                                        "placement.$": "$.Payload.placement"})
+        check_instance.add_catch(teardown, result_path="$.error")
+        check_instance.next(sfn.Choice(s, "InstanceAlive")
+                            .when(sfn.Condition.string_equals("$.site.status", "failed"),
+                                  not_ready)
+                            .otherwise(await_ready))
         count_poll = sfn.Pass(s, "CountPoll", result_path="$.loop", parameters=_loop(
-            polls="States.MathAdd($.loop.polls, 1)")).next(await_ready)
+            polls="States.MathAdd($.loop.polls, 1)")).next(
+            sfn.Choice(s, "LookAtInstance")
+            .when(sfn.Condition.boolean_equals("$.limits.check_instance", True),
+                  check_instance)
+            .otherwise(await_ready))
         wait_poll = sfn.Wait(s, "WaitBeforePoll", time=sfn.WaitTime.seconds_path(
             "$.limits.poll_seconds")).next(count_poll)
         slow_alert = self._alert(
@@ -320,7 +334,7 @@ class BenchmarkWorkflow(Construct):
                                detail_type=["Step Functions Execution Status Change"],
                                detail={"stateMachineArn": [self.state_machine.state_machine_arn],
                                        "status": FINAL_STATUSES}))
-        rule.add_target(targets.SnsTopic(self.alerts.topic, message=events.RuleTargetInput
+        rule.add_target(self.alerts.rule_target(events.RuleTargetInput
                                          .from_text(f"benchstack run {detail('$.detail.name')}: "
                                                     f"{detail('$.detail.status')} "
                                                     f"({detail('$.detail.executionArn')})")))

@@ -49,6 +49,9 @@ class Model:
     served_name: str  # the name requests use (vLLM --served-model-name)
     build: str  # label of the weights build, e.g. "emb4", "w4a16", "bf16"
     precision: str  # what the weights are stored as: one of PRECISIONS
+    # The Hub asks for an accepted licence and a token: the backends get the optional
+    # token (SageMaker: Secrets Manager benchstack/hf-token; EC2: SSM /benchstack/hf-token)
+    gated: bool = False
 
 
 @dataclass(frozen=True)
@@ -326,6 +329,7 @@ def _model(t: _Table) -> Model:
         served_name=t.scalar("served_name", str),
         build=t.scalar("build", str),
         precision=t.scalar("precision", str, choices=PRECISIONS),
+        gated=t.scalar("gated", bool, False),
     )
     t.done()
     return model
@@ -426,11 +430,30 @@ def _ec2(t: _Table) -> Ec2:
         market=t.scalar("market", str, d.market, choices=("on-demand", "spot")),
         ami=ami,
         volume_gb=t.scalar("volume_gb", int, d.volume_gb, lo=30, hi=16384),
-        engine_image=t.scalar("engine_image", str, d.engine_image),
+        engine_image=_engine_image(t, t.scalar("engine_image", str, d.engine_image)),
         engine_port=t.scalar("engine_port", int, d.engine_port, lo=1024, hi=65535),
     )
     t.done()
     return ec2
+
+
+# A pullable image reference: a registry host (a dot, a port or localhost) and a path, or
+# a Docker Hub namespace/repository; then a tag or a digest.
+_REGISTRY_IMAGE = re.compile(
+    r"^(?:(?P<host>[a-z0-9-]+(?:\.[a-z0-9-]+)+(?::\d+)?|localhost(?::\d+)?)/)?"
+    r"(?P<path>[a-z0-9]+(?:[._-][a-z0-9]+)*(?:/[a-z0-9]+(?:[._-][a-z0-9]+)*)*)"
+    r"(?::[\w][\w.-]{0,127}|@sha256:[0-9a-f]{64})$")
+
+
+def _engine_image(t: _Table, image: str) -> str:
+    """A bare name ("vllm-sm75:0.27.2rc0") is Docker Hub's official library/ namespace:
+    the instance would try Docker Hub, fail, and bill while the run waits."""
+    match = _REGISTRY_IMAGE.match(image)
+    if not match or (not match["host"] and "/" not in match["path"]):
+        raise t.error("engine_image", f"{image!r} names no registry and tag; give a registry "
+                      "URI such as <account>.dkr.ecr.<region>.amazonaws.com/<repo>:<tag>, or "
+                      "<namespace>/<repo>:<tag> on Docker Hub")
+    return image
 
 
 def _simple(cls, t: _Table, **kinds: type):

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from benchstack_constructs import runner_bundle
 from runners.workflow import execution as workflow
 from runners.workflow.phases import PHASES
 from stacks import names
@@ -57,7 +58,7 @@ def test_asl_validator_rejects_a_broken_definition(definition, tmp_path):
 
 def test_every_phase_is_a_task_in_order_from_the_phase_list(definition):
     tasks = _lambda_tasks(definition)
-    assert set(PHASES) | {"HandOff", "LoadScaleOut"} == set(tasks)
+    assert set(PHASES) | {"HandOff", "LoadScaleOut", "CheckInstance"} == set(tasks)
     for name, task in tasks.items():
         phase = task["Parameters"]["Payload"]["phase"]
         assert task["Parameters"]["FunctionName.$"] == f"$.functions.{phase}"
@@ -246,7 +247,7 @@ def test_only_the_first_region_starts_a_run_on_deploy(templates, experiments):
     assert trigger["Properties"]["ExecuteOnHandlerChange"] is True
 
 
-def test_runner_asset_holds_the_runners_package_only(assembly):
+def test_runner_asset_holds_the_runners_package_and_the_pinned_sdk(assembly):
     benchmark = assembly.get_stack_by_name(names.benchmark(REGION))
     manifest = json.loads((Path(assembly.directory) /
                            f"{benchmark.stack_name}.assets.json").read_text())
@@ -255,10 +256,17 @@ def test_runner_asset_holds_the_runners_package_only(assembly):
     assert folders
     for folder in folders:
         root = Path(assembly.directory) / folder
-        top = sorted(p.name for p in root.iterdir())
-        assert top == ["runners"], top
+        packages = sorted(p.name for p in root.iterdir() if not p.name.endswith(".dist-info"))
+        assert packages == ["boto3", "botocore", "dateutil", "jmespath", "runners",
+                            "s3transfer", "six.py", "urllib3"], packages
         assert (root / "runners" / "workflow" / "lambda_handler.py").exists()
-        assert not list(root.rglob("__pycache__"))
+        assert not list(root.rglob("__pycache__")) and not list(root.rglob("*.sh"))
+        pinned = runner_bundle.pins()
+        for name in runner_bundle.PINNED:
+            (info,) = root.glob(f"{name}-*.dist-info")
+            assert info.name == f"{name}-{pinned[name]}.dist-info"
+        version = (root / "botocore" / "__init__.py").read_text()
+        assert f"__version__ = '{pinned['botocore']}'" in version
 
 
 def test_the_control_function_caches_prices_where_lambda_can_write(benchmark):
