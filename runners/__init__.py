@@ -8,7 +8,7 @@ Rooms, each a subpackage whose docstring says what it owns and what it may impor
     measure/     the phases that measure, the quality suite, tool-call check, stats
     backends/    request clients (OpenAI HTTP, SageMaker runtime, Bedrock Converse)
     providers/   place, poll, hand out a client, tear down: one per backend
-    checks/      what runs before anything bills (preflight)
+    checks/      what runs before anything bills (preflight, doctor)
     results/     the results store, the run report, compare
     cost/        prices and $ arithmetic, the cost phase
     telemetry/   engine log facts, /metrics, CloudWatch logs and metrics, device samples
@@ -16,8 +16,9 @@ Rooms, each a subpackage whose docstring says what it owns and what it may impor
     watchdog/    the scheduled sweep that deletes what outlived its run
 
 Shared by all rooms, at the top: experiment (the schema), hardware (the catalog),
-regions, tags, run_context (what every phase gets), progress, code_digest; cli is the
-command line over all of them. Imports point one way: workflow -> measure, providers,
+regions, tags, clock (UTC timestamps), run_context (what every phase gets), progress,
+code_digest, sdk (the botocore floor the handlers check); cli is the command line over
+all of them. Imports point one way: workflow -> measure, providers,
 results -> backends, cost, telemetry -> the shared modules -> standard library and boto3
 (tests/unit/test_import_rules.py).
 """

@@ -15,16 +15,8 @@ import time
 from typing import Any
 
 from runners import experiment, providers
+from runners.clock import utc_now
 from runners.results.store import ResultsStore, open_store, run_prefix
-
-
-def utc_from_epoch(epoch_s: float) -> str:
-    moment = dt.datetime.fromtimestamp(epoch_s, dt.timezone.utc)
-    return moment.isoformat(timespec="seconds").replace("+00:00", "Z")
-
-
-def utc_now() -> str:
-    return utc_from_epoch(time.time())
 
 
 def new_context(experiment_file: str, store: str) -> dict[str, Any]:

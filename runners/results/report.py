@@ -11,10 +11,10 @@ import json
 import statistics
 from typing import Any, Callable
 
+from runners.clock import utc_now
 from runners.results import (charts, engine_local_section, engine_section, html,
                              intervals, workload_section)
 from runners.results.store import KeyExists, ResultsStore, latest_attempt_key
-from runners.run_context import utc_now
 
 SCHEMA = "benchstack.summary/1"
 MEASURING = ("warmup", "decode", "stream", "context", "load", "quality", "toolcall")

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from runners import code_digest, progress
+from runners.clock import utc_from_epoch, utc_now
 from runners.cost import phase as cost_phase
 from runners.measure import context as measure_context
 from runners.measure import phases as measure
@@ -27,8 +28,8 @@ from runners.measure.load import scale_out as measure_scale_out
 from runners.measure.recorder import Recorder
 from runners.providers.base import ProvisionError
 from runners.results import report
+from runners.run_context import Run
 from runners.workflow import telemetry_collect
-from runners.run_context import Run, utc_from_epoch, utc_now
 
 PHASES: tuple[str, ...] = (
     "provision", "await_ready",

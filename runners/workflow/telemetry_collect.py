@@ -12,7 +12,8 @@ import datetime as dt
 import time
 from typing import Any
 
-from runners.run_context import Run, utc_now
+from runners.clock import utc_now
+from runners.run_context import Run
 
 
 def _epoch(iso: str | None) -> float | None:

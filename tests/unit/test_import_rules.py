@@ -48,7 +48,7 @@ NAME_READERS: dict[str, tuple[str, ...]] = {
                               "runners.providers.ec2.user_data", "runners.watchdog.sweep"),
 }
 # The modules every room shares sit at the top of runners/ and import only each other.
-SHARED = ("runners.experiment", "runners.hardware", "runners.regions", "runners.tags",
+SHARED = ("runners.clock", "runners.experiment", "runners.hardware", "runners.regions", "runners.tags",
           "runners.progress", "runners.code_digest")
 TOP_LEVEL_LIMIT = 12
 
