@@ -17,27 +17,12 @@ from benchstack_constructs.nag import acknowledge
 from runners import hardware, tags
 from runners.experiment import Experiment, ExperimentError
 from runners.providers.sagemaker import names
+# The DLC registry per region is shared with the image lookup (runners side).
+from runners.providers.sagemaker.dlc_images import (DLC_REGISTRY_ACCOUNTS, DLC_REPOSITORY,
+                                                    vllm_image_uri)
 
-# AWS Deep Learning Containers registry account per region, for every region benchstack
-# knows (runners/regions.py). Source: aws/deep-learning-containers,
-# docs/reference/region_availability.md ("Private ECR account IDs by region").
-DLC_REGISTRY_ACCOUNTS: dict[str, str] = {
-    "us-east-1": "763104351884",
-    "us-east-2": "763104351884",
-    "us-west-2": "763104351884",
-    "eu-west-1": "763104351884",
-    "eu-central-1": "763104351884",
-    "ap-northeast-1": "763104351884",
-    "ap-southeast-2": "763104351884",
-}
-DLC_REPOSITORY = "vllm"
 ENV_PREFIX = "SM_VLLM_"
 MAX_ENVIRONMENT_ENTRIES = 100  # CreateModel: EnvironmentMap max 100
-
-
-def vllm_image_uri(region: str, tag: str) -> str:
-    """`<account>.dkr.ecr.<region>.amazonaws.com/vllm:<tag>`; KeyError for an unknown region."""
-    return f"{DLC_REGISTRY_ACCOUNTS[region]}.dkr.ecr.{region}.amazonaws.com/{DLC_REPOSITORY}:{tag}"
 
 
 def _flag_env(flag: str) -> str:

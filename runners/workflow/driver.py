@@ -4,6 +4,7 @@ them in Lambda. Teardown and report run on every path, Ctrl-C and SIGTERM includ
 from __future__ import annotations
 
 import signal
+import threading
 import time
 from typing import Any
 
@@ -28,7 +29,10 @@ def run_experiment(experiment_file: str, store: str, *,
     run = Run(context, provider_kwargs)
     results: list[dict[str, Any]] = []
     interrupted = False
-    previous = signal.signal(signal.SIGTERM, _raise_interrupt)
+    # Python sets signal handlers only on the main thread; elsewhere (the MCP server runs
+    # a benchmark on a worker thread) the process's own handlers stay as they are.
+    on_main = threading.current_thread() is threading.main_thread()
+    previous = signal.signal(signal.SIGTERM, _raise_interrupt) if on_main else None
     try:
         gate_failed = False
         for name in phases.PHASES:
@@ -43,14 +47,15 @@ def run_experiment(experiment_file: str, store: str, *,
         progress.emit("interrupted", "tearing down what was started")
     finally:
         # Ctrl-C during teardown must not leave the engine running: ignore it until done.
-        old_int = signal.signal(signal.SIGINT, signal.SIG_IGN)
+        old_int = signal.signal(signal.SIGINT, signal.SIG_IGN) if on_main else None
         try:
             for name in phases.ALWAYS_RUN:
                 progress.emit(name, "")
                 results.append(phases.run_phase(name, context, run=run))
         finally:
-            signal.signal(signal.SIGINT, old_int)
-            signal.signal(signal.SIGTERM, previous)
+            if on_main:
+                signal.signal(signal.SIGINT, old_int)
+                signal.signal(signal.SIGTERM, previous)
     return {"context": context, "results": results, "interrupted": interrupted}
 
 

@@ -1,0 +1,80 @@
+"""list, validate, boot script and preflight through an in-process MCP client session."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from benchstack_mcp.config import Config
+from tests.mcp.client import call, error_text
+from tests.runners.hub_fixtures import FakeHub, LoopbackHub, w4a16_model
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture
+def config(tmp_path) -> Config:
+    folder = tmp_path / "experiments"
+    shutil.copytree(ROOT / "experiments", folder)
+    return Config(experiments_dir=folder, store=str(tmp_path))
+
+
+def test_list_experiments_gives_every_file_and_names_a_broken_one(config):
+    (config.experiments_dir / "broken.toml").write_text('name = "broken"\nbackend = "tpu"\n')
+    result = call(config, "list_experiments")
+    assert not result.is_error
+    listed = {e["name"]: e for e in result.structured_content["experiments"]}
+    assert set(listed) == {p.stem for p in config.experiments_dir.glob("*.toml")} - {"broken"}
+    assert listed["e2b-bf16-ml-g6"]["backend"] == "sagemaker"
+    assert listed["e2b-bf16-ml-g6"]["instance_types"][0] == "ml.g6.xlarge"
+    (invalid,) = result.structured_content["invalid"]
+    assert invalid.startswith(str(config.experiments_dir / "broken.toml") + ": ")
+
+
+def test_validate_a_name_a_file_and_text(config):
+    by_name = call(config, "validate_experiment", {"name": "local-gemma3-270m"})
+    assert by_name.structured_content["valid"] is True
+    assert by_name.structured_content["experiment"]["backend"] == "local"
+    by_file = call(config, "validate_experiment",
+                   {"file": str(config.experiments_dir / "nova-micro-bedrock.toml")})
+    assert by_file.structured_content["backend"] == "bedrock"
+    bad = call(config, "validate_experiment", {"text": 'name = "x1"\nbackend = "tpu"\n'})
+    assert bad.structured_content["valid"] is False
+    assert bad.structured_content["error"].startswith("<text>: backend: ")
+    assert "\n" not in bad.structured_content["error"]
+    toml = call(config, "validate_experiment", {"text": "name = "})
+    assert "not valid TOML" in toml.structured_content["error"]
+
+
+def test_validate_wants_exactly_one_input(config):
+    result = call(config, "validate_experiment", {"name": "a", "text": "b"})
+    assert "give exactly one of name, file or text (got name, text)" in error_text(result)
+
+
+def test_boot_script_of_an_ec2_experiment_and_a_one_line_refusal_otherwise(config):
+    result = call(config, "show_ec2_boot_script",
+                  {"experiment_name": "e2b-emb4-g6", "cache_bucket": "my-cache"})
+    script = result.structured_content["script"]
+    assert script.startswith("#!")
+    assert "my-cache" in script and "vllm/vllm-openai:v0.30.0" in script
+    assert result.structured_content["instance_type"] == "g6.xlarge"
+    wrong = call(config, "show_ec2_boot_script", {"experiment_name": "nova-micro-bedrock"})
+    assert error_text(wrong).endswith("backend: 'bedrock'; a boot script is for backend 'ec2'")
+    unknown = call(config, "show_ec2_boot_script", {"experiment_name": "nope"})
+    assert "no experiment 'nope'; known: " in error_text(unknown)
+
+
+def test_preflight_reads_the_hub_and_fails_in_one_line(config, monkeypatch):
+    hub = FakeHub()
+    hub.add("google/gemma-4-E2B-it", w4a16_model(ignore=["re:.*vision_tower.*"]))
+    with LoopbackHub(hub) as served:
+        monkeypatch.setenv("HF_ENDPOINT", served.url)
+        result = call(config, "preflight", {"experiment_name": "e2b-bf16-ml-g6"})
+        assert not result.is_error, result.content
+        assert result.structured_content["tensors"] == 29
+        assert result.structured_content["memory"]["instance_type"] == "ml.g6.xlarge"
+        missing = call(config, "preflight", {"experiment_name": "e2b-qat-w4a16-ml-g6"})
+    assert "no config.json at" in error_text(missing)
+    assert all(path.endswith((".json", ".safetensors")) for path, _ in hub.log)
