@@ -1,0 +1,79 @@
+"""The local benchmark against the loopback server (progress per phase), a run's report,
+and compare over the fixture runs, through an in-process MCP client session."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from benchstack_mcp.config import Config
+from runners.workflow import phases
+from tests.mcp.client import call, error_text
+from tests.runners.conftest import write_openai_experiment
+
+RUNS = Path(__file__).resolve().parents[1] / "cost" / "fixtures" / "runs"
+
+
+@pytest.fixture
+def config(tmp_path) -> Config:
+    return Config(store=str(tmp_path / "store"), compare_dir=tmp_path / "compare")
+
+
+def test_a_local_run_reports_each_phase_and_returns_its_summary(config, loopback, tmp_path):
+    server = loopback()
+    exp = write_openai_experiment(tmp_path, server.base_url)
+    progress: list = []
+    result = call(config, "run_local_benchmark", {"experiment_name": str(exp)}, progress)
+    assert not result.is_error, result.content
+    run = result.structured_content
+    assert [p["state"] for p in run["phases"]] == ["done"] * len(phases.PHASES)
+    assert run["summary"]["schema"] == "benchstack.summary/1"
+    assert run["summary"]["decode"]["tokens_per_s"] > 0
+    assert Path(run["run_folder"], "report.md").is_file()
+    # one notification per phase, numbered in phase order, out of the phase count
+    assert [p[0] for p in progress] == list(range(1, len(phases.PHASES) + 1))
+    assert {p[1] for p in progress} == {len(phases.PHASES)}
+    assert [p[2].split(":")[0] for p in progress] == list(phases.PHASES)
+
+    again = call(config, "run_report", {"run_folder": run["run_folder"]})
+    assert not again.is_error, again.content
+    assert again.structured_content["written"] == []  # the report phase wrote them all
+    assert "summary.json" in again.structured_content["kept"]
+    assert again.structured_content["markdown"].startswith("#")
+    assert again.structured_content["summary"]["run_id"] == run["run_id"]
+
+
+def test_cloud_experiments_are_refused_before_anything_starts(config):
+    result = call(config, "run_local_benchmark", {"experiment_name": "e2b-bf16-ml-g6"})
+    assert error_text(result).endswith("backend: 'sagemaker' runs in the cloud: use "
+                                       "start_cloud_run")
+
+
+def test_report_of_a_folder_that_is_no_run(config, tmp_path):
+    result = call(config, "run_report", {"run_folder": str(tmp_path)})
+    assert error_text(result).endswith(f"{tmp_path}: -: not a run folder (no manifest.json)")
+
+
+def test_compare_returns_rows_sorted_in_code_as_structured_content(config, tmp_path):
+    runs = tmp_path / "runs"
+    shutil.copytree(RUNS, runs)
+    result = call(config, "compare_runs", {"run_folders": [str(runs)],
+                                           "baseline": "e2b-emb4-ml-g6"})
+    assert not result.is_error, result.content
+    out = result.structured_content
+    decode = [r["decode_tokens_per_s"] for r in out["rows"]]
+    assert decode == [131.9, 130.4, 96.5, 36.5, 36.0, 34.9]
+    assert [r["rank"] for r in out["rows"]] == [1, 2, 3, 4, 5, 6]
+    assert out["baseline"] == "20261102T110000Z-d4e5f6"
+    baseline = next(r for r in out["rows"] if r["run_id"] == out["baseline"])
+    assert baseline["x_decode"] == pytest.approx(1.0)
+    assert Path(out["markdown_path"]).read_text() == out["markdown"]
+    assert Path(out["csv_path"]).parent.parent == config.compare_dir
+    # the same folder twice: nothing is overwritten, and the refusal is one line
+    twice = call(config, "compare_runs", {"run_folders": [str(runs)],
+                                          "out_dir": str(Path(out["csv_path"]).parent)})
+    assert error_text(twice).endswith("compare.md: exists; give another output folder")
+    missing = call(config, "compare_runs", {"run_folders": [str(tmp_path / "nope")]})
+    assert error_text(missing).endswith("nope: no such run folder")
