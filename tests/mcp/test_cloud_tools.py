@@ -1,0 +1,210 @@
+"""Cloud tools against moto, with a botocore Stubber where moto falls short (execution
+history in reverse order, the DLC registry): start, status, billing now, the watchdog
+sweep, teardown of one run, and the vLLM image lookup."""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime, timedelta, timezone
+
+import boto3
+import pytest
+
+from benchstack_mcp.config import Config
+from runners import tags
+from tests.mcp.client import call, error_text
+from tests.mcp.sessions import StubbedSession
+from tests.runners.test_start import deployed  # noqa: F401 - a pytest fixture
+from tests.runners.watchdog_fixtures import aws, world  # noqa: F401 - fixtures
+from tests.runners.watchdog_world import run_tags
+
+ARN = "arn:aws:states:us-east-2:123456789012:execution:benchstack-benchmark:20261203T001500Z-ab12cd"
+# The tools judge expiry against the real clock, not the watchdog tests' fixed NOW.
+EXPIRED = datetime.now(timezone.utc) - timedelta(hours=1)
+UNEXPIRED = datetime.now(timezone.utc) + timedelta(hours=2)
+PREFIX = "runs/2026-12-03-e2b-emb4-ml-g6/20261203T001500Z-ab12cd/"
+
+
+def test_start_returns_the_execution_and_results_folder(deployed):
+    exp, region, machine = deployed
+    result = call(Config(), "start_cloud_run", {"experiment_name": exp.name})
+    assert not result.is_error, result.content
+    started = result.structured_content
+    (execution,) = boto3.client("stepfunctions", region_name=region).list_executions(
+        stateMachineArn=machine)["executions"]
+    assert started["execution_arn"] == execution["executionArn"]
+    assert started["region"] == region and started["status"] == "RUNNING"
+    assert started["results"].startswith(f"s3://results-bucket-1/runs/")
+    assert started["results"].endswith(f"-{exp.name}/{execution['name']}/")
+
+
+def test_start_refuses_in_one_line(deployed):
+    exp, _, _ = deployed
+    local = call(Config(), "start_cloud_run", {"experiment_name": "local-gemma3-270m"})
+    assert error_text(local).endswith("backend: 'local' runs locally: use run_local_benchmark")
+    region = call(Config(), "start_cloud_run", {"experiment_name": exp.name,
+                                                "region": "eu-west-1"})
+    assert "regions: 'eu-west-1' is not one of us-east-2, us-east-1, us-west-2" in \
+        error_text(region)
+    undeployed = call(Config(), "start_cloud_run", {"experiment_name": "e2b-emb4-g6"})
+    assert error_text(undeployed).endswith(
+        "experiment 'e2b-emb4-g6' is not deployed in us-east-2; deploy "
+        "Benchstack-Exp-e2b-emb4-g6-us-east-2 first")
+
+
+def _history(*names: str) -> dict:
+    """GetExecutionHistory with reverseOrder: the newest event first."""
+    events = []
+    for i, name in enumerate(names):
+        events.append({"timestamp": datetime(2026, 12, 3, 0, 20 - i, tzinfo=timezone.utc),
+                       "type": "TaskStateEntered", "id": 100 - 5 * i,
+                       "stateEnteredEventDetails": {"name": name}})
+        events.insert(-1, {"timestamp": datetime(2026, 12, 3, 0, 20 - i, tzinfo=timezone.utc),
+                           "type": "TaskScheduled", "id": 101 - 5 * i,
+                           "taskScheduledEventDetails": {"resourceType": "lambda",
+                                                         "resource": "invoke",
+                                                         "region": "us-east-2",
+                                                         "parameters": "{}"}})
+    return {"events": events}
+
+
+def test_status_gives_the_phase_running_now_and_the_phases_written(aws):
+    s3 = boto3.client("s3", region_name="us-east-2")
+    s3.create_bucket(Bucket="results-1",
+                     CreateBucketConfiguration={"LocationConstraint": "us-east-2"})
+    for name in ("manifest", "provision", "await_ready", "await_ready.2", "warmup"):
+        s3.put_object(Bucket="results-1", Key=f"{PREFIX}{name}.json", Body=b"{}")
+    session = StubbedSession({"stepfunctions": "us-east-2"})
+    sfn = session.stubbers["stepfunctions"]
+    execution_input = {"run": {"run_id": "20261203T001500Z-ab12cd", "results_bucket": "results-1",
+                               "results_prefix": PREFIX}}
+    sfn.add_response("describe_execution", {
+        "executionArn": ARN, "stateMachineArn": ARN.replace(":execution:", ":stateMachine:")
+        .rsplit(":", 1)[0], "status": "RUNNING", "input": json.dumps(execution_input),
+        "startDate": datetime(2026, 12, 3, 0, 15, tzinfo=timezone.utc)},
+        {"executionArn": ARN})
+    sfn.add_response("get_execution_history", _history("decode", "warmup"),
+                     {"executionArn": ARN, "reverseOrder": True, "maxResults": 50})
+    result = call(Config(session_factory=lambda: session), "run_status",
+                  {"execution_arn": ARN})
+    assert not result.is_error, result.content
+    out = result.structured_content
+    assert out["status"] == "RUNNING"
+    assert out["current_state"] == "decode" and out["current_phase"] == "decode"
+    assert out["phases_written"] == ["provision", "await_ready", "warmup"]
+    assert out["results"] == f"s3://results-1/{PREFIX}"
+    assert out["started_at"] == "2026-12-03T00:15:00+00:00"
+    session.assert_no_pending_responses()
+
+
+def test_status_of_a_bad_arn_and_of_an_unknown_execution(aws):
+    bad = call(Config(), "run_status", {"execution_arn": "arn:aws:s3:::bucket"})
+    assert "not a Step Functions execution ARN" in error_text(bad)
+    session = StubbedSession({"stepfunctions": "us-east-2"})
+    session.stubbers["stepfunctions"].add_client_error(
+        "describe_execution", "ExecutionDoesNotExist", "Execution Does Not Exist: " + ARN)
+    gone = call(Config(session_factory=lambda: session), "run_status", {"execution_arn": ARN})
+    assert error_text(gone).endswith(
+        "AWS: An error occurred (ExecutionDoesNotExist) when calling the DescribeExecution "
+        f"operation: Execution Does Not Exist: {ARN}")
+
+
+def _running_execution(region: str) -> str:
+    role = boto3.client("iam").create_role(RoleName="r", AssumeRolePolicyDocument="{}")
+    sfn = boto3.client("stepfunctions", region_name=region)
+    machine = sfn.create_state_machine(
+        name="benchstack-benchmark", roleArn=role["Role"]["Arn"],
+        definition=json.dumps({"StartAt": "A", "States": {"A": {"Type": "Succeed"}}}))
+    return sfn.start_execution(stateMachineArn=machine["stateMachineArn"],
+                               name="run-live")["executionArn"]
+
+
+def test_billing_now_lists_and_deletes_nothing_then_the_sweep_deletes_the_expired(world):
+    world.endpoint("us-east-2", "old", run_tags("run-old", EXPIRED))
+    world.endpoint("us-east-2", "live", run_tags("run-live", UNEXPIRED))
+    world.instance("us-west-2", run_tags("run-old", EXPIRED))
+    billing = call(Config(), "billing_now", {"regions": ["us-east-2", "us-west-2"]})
+    assert not billing.is_error, billing.content
+    out = billing.structured_content
+    assert out["dry_run"] is True
+    actions = {(r["kind"], r["id"]): r["action"] for r in out["resources"]}
+    assert actions[("sagemaker-endpoint", "old")] == "would-delete"
+    assert actions[("sagemaker-endpoint", "live")] == "kept"
+    assert sum(1 for a in actions.values() if a == "would-delete") == 4  # endpoint, config,
+    assert world.endpoints("us-east-2") == {"old", "live"}  # model, instance; none deleted
+
+    swept = call(Config(), "watchdog_sweep", {"regions": ["us-east-2", "us-west-2"]})
+    assert swept.structured_content["counts"]["deleted"] == 4
+    assert world.endpoints("us-east-2") == {"live"}
+    assert world.live_instances("us-west-2") == set()
+    unknown = call(Config(), "billing_now", {"regions": ["mars-1"]})
+    assert "--regions: mars-1 not known" in error_text(unknown)
+
+
+def test_teardown_stops_the_running_execution_and_deletes_only_that_run(world):
+    arn = _running_execution("us-east-2")
+    world.endpoint("us-east-2", "live", run_tags("run-live", UNEXPIRED, execution_arn=arn))
+    world.endpoint("us-east-2", "other", run_tags("run-other", UNEXPIRED))
+    world.fleet("us-east-2", run_tags("run-live", UNEXPIRED, execution_arn=arn))
+    result = call(Config(), "teardown_run", {"run_id": "run-live", "regions": ["us-east-2"]})
+    assert not result.is_error, result.content
+    out = result.structured_content
+    assert out["complete"] is True
+    assert [(line["kind"], line["action"]) for line in out["lines"]] == [
+        ("stepfunctions-execution", "stopped"),
+        ("sagemaker-endpoint", "deleted"), ("sagemaker-endpoint-config", "deleted"),
+        ("sagemaker-model", "deleted"), ("ec2-fleet", "deleted"), ("ec2-instance", "deleted")]
+    status = boto3.client("stepfunctions", region_name="us-east-2").describe_execution(
+        executionArn=arn)["status"]
+    assert status == "ABORTED"
+    assert world.endpoints("us-east-2") == {"other"}
+    assert world.models("us-east-2") == {"other"}
+    # a second call deletes nothing more: the execution has stopped, the fleet is leaving
+    again = call(Config(), "teardown_run", {"run_id": "run-live", "regions": ["us-east-2"]})
+    assert {line["action"] for line in again.structured_content["lines"]} == {"kept"}
+    assert again.structured_content["complete"] is True
+
+
+def test_aws_tools_without_credentials_say_so(monkeypatch, aws):
+    monkeypatch.delenv("AWS_ACCESS_KEY_ID")
+    monkeypatch.delenv("AWS_SECRET_ACCESS_KEY")
+    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", "/nonexistent")
+    monkeypatch.setenv("AWS_CONFIG_FILE", "/nonexistent")
+    result = call(Config(), "billing_now", {})
+    assert error_text(result).endswith("no AWS credentials found (set AWS_PROFILE or run "
+                                       "`aws configure`)")
+
+
+def _images(*tags_pushed: tuple[list[str], int]) -> dict:
+    return {"imageDetails": [
+        {"registryId": "763104351884", "repositoryName": "vllm",
+         "imageDigest": f"sha256:{i:064x}", "imageTags": image_tags,
+         "imagePushedAt": datetime(2026, month, 1, tzinfo=timezone.utc)}
+        for i, (image_tags, month) in enumerate(tags_pushed)]}
+
+
+def test_find_vllm_image_picks_the_highest_sagemaker_version_not_the_newest_push(aws):
+    session = StubbedSession({"ecr": "us-east-2"})
+    ecr = session.stubbers["ecr"]
+    params = {"registryId": "763104351884", "repositoryName": "vllm",
+              "filter": {"tagStatus": "TAGGED"}}
+    first = _images((["0.30.0-gpu-py312-cu130-ubuntu24.04-sagemaker-v1.9",
+                      "0.30-gpu-py312-sagemaker"], 9),
+                    (["server-sagemaker-cuda-v1"], 11))
+    ecr.add_response("describe_images", {**first, "nextToken": "page-2"}, params)
+    ecr.add_response("describe_images", _images(
+        (["0.30.0-gpu-py312-cu130-ubuntu24.04-sagemaker-v1.10"], 10),
+        (["0.29.2-gpu-py312-cu129-ubuntu22.04-sagemaker-v1.3"], 12),  # a patch rebuild
+        (["0.31.0-gpu-py312-cu130-ubuntu24.04-ec2-v1.0"], 12)),
+        {**params, "nextToken": "page-2"})
+    result = call(Config(session_factory=lambda: session), "find_vllm_image",
+                  {"region": "us-east-2"})
+    assert not result.is_error, result.content
+    out = result.structured_content
+    assert out["tag"] == "0.30.0-gpu-py312-cu130-ubuntu24.04-sagemaker-v1.10"
+    assert out["image_uri"] == ("763104351884.dkr.ecr.us-east-2.amazonaws.com/vllm:"
+                                "0.30.0-gpu-py312-cu130-ubuntu24.04-sagemaker-v1.10")
+    assert out["sagemaker_tags_seen"] == 3
+    session.assert_no_pending_responses()
+    unknown = call(Config(), "find_vllm_image", {"region": "sa-east-1"})
+    assert "region 'sa-east-1': no DLC registry known" in error_text(unknown)
