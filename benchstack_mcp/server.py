@@ -8,7 +8,7 @@ from pathlib import Path
 
 from mcp.server.mcpserver import MCPServer
 
-from benchstack_mcp import cloud_tools, experiment_tools, run_tools
+from benchstack_mcp import backend_tools, cloud_tools, experiment_tools, run_tools
 from benchstack_mcp.config import Config
 
 NAME = "benchstack"
@@ -22,7 +22,7 @@ teardown_run and watchdog_sweep delete (destructive)."""
 def build_server(config: Config | None = None) -> MCPServer:
     config = config or Config()
     server = MCPServer(NAME, instructions=INSTRUCTIONS)
-    for group in (experiment_tools, run_tools, cloud_tools):
+    for group in (experiment_tools, run_tools, cloud_tools, backend_tools):
         group.register(server, config)
     return server
 
