@@ -208,3 +208,36 @@ def test_find_vllm_image_picks_the_highest_sagemaker_version_not_the_newest_push
     session.assert_no_pending_responses()
     unknown = call(Config(), "find_vllm_image", {"region": "sa-east-1"})
     assert "region 'sa-east-1': no DLC registry known" in error_text(unknown)
+
+
+def test_teardown_defers_an_endpoint_still_creating_and_keeps_its_config_and_model(aws):
+    session = StubbedSession({"sagemaker": "us-east-2"})
+    sm = session.stubbers["sagemaker"]
+    created = datetime.now(timezone.utc) - timedelta(minutes=5)
+    found = [{"Key": k, "Value": v} for k, v in run_tags("run-1", UNEXPIRED).items()]
+    arn = "arn:aws:sagemaker:us-east-2:123456789012:{}/bench-run-1"
+    sm.add_response("list_endpoints", {"Endpoints": [{
+        "EndpointName": "bench-run-1", "EndpointArn": arn.format("endpoint"),
+        "CreationTime": created, "LastModifiedTime": created,
+        "EndpointStatus": "Creating"}]}, {})
+    sm.add_response("list_tags", {"Tags": found}, {"ResourceArn": arn.format("endpoint")})
+    sm.add_response("list_endpoint_configs", {"EndpointConfigs": [{
+        "EndpointConfigName": "bench-run-1", "EndpointConfigArn": arn.format("endpoint-config"),
+        "CreationTime": created}]}, {})
+    sm.add_response("list_tags", {"Tags": found},
+                    {"ResourceArn": arn.format("endpoint-config")})
+    sm.add_response("list_models", {"Models": [{
+        "ModelName": "bench-run-1", "ModelArn": arn.format("model"),
+        "CreationTime": created}]}, {})
+    sm.add_response("list_tags", {"Tags": found}, {"ResourceArn": arn.format("model")})
+    result = call(Config(session_factory=lambda: session), "teardown_run",
+                  {"run_id": "run-1", "regions": ["us-east-2"]})
+    assert not result.is_error, result.content
+    out = result.structured_content
+    # no Delete* call was stubbed: the Stubber would fail the tool on any
+    assert [(line["kind"], line["action"]) for line in out["lines"]] == [
+        ("sagemaker-endpoint", "deferred"), ("sagemaker-endpoint-config", "deferred"),
+        ("sagemaker-model", "deferred")]
+    assert out["lines"][0]["reason"] == "Creating refuses deletion; call again once it settles"
+    assert out["complete"] is False
+    session.assert_no_pending_responses()

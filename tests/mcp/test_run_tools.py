@@ -6,12 +6,14 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
+import boto3
 import pytest
 
 from benchstack_mcp.config import Config
 from runners.workflow import phases
 from tests.mcp.client import call, error_text
 from tests.runners.conftest import write_openai_experiment
+from tests.runners.watchdog_fixtures import aws  # noqa: F401 - a pytest fixture
 
 RUNS = Path(__file__).resolve().parents[1] / "cost" / "fixtures" / "runs"
 
@@ -21,7 +23,8 @@ def config(tmp_path) -> Config:
     return Config(store=str(tmp_path / "store"), compare_dir=tmp_path / "compare")
 
 
-def test_a_local_run_reports_each_phase_and_returns_its_summary(config, loopback, tmp_path):
+def test_a_local_run_reports_each_phase_and_returns_its_summary(config, loopback, tmp_path,
+                                                               aws):
     server = loopback()
     exp = write_openai_experiment(tmp_path, server.base_url)
     progress: list = []
@@ -43,6 +46,19 @@ def test_a_local_run_reports_each_phase_and_returns_its_summary(config, loopback
     assert "summary.json" in again.structured_content["kept"]
     assert again.structured_content["markdown"].startswith("#")
     assert again.structured_content["summary"]["run_id"] == run["run_id"]
+
+    # the same run as a cloud run's results folder in S3 (moto), without its report
+    s3 = boto3.client("s3", region_name="us-east-1")
+    s3.create_bucket(Bucket="results-1")
+    folder = Path(run["run_folder"])
+    for path in folder.rglob("*"):
+        if path.is_file() and path.name not in ("summary.json", "report.md"):
+            s3.upload_file(str(path), "results-1", f"runs/x/{path.relative_to(folder)}")
+    cloud = call(config, "run_report", {"run_folder": "s3://results-1/runs/x/"})
+    assert not cloud.is_error, cloud.content
+    assert {"summary.json", "report.md"} <= set(cloud.structured_content["written"])
+    assert cloud.structured_content["summary"]["run_id"] == run["run_id"]
+    assert s3.head_object(Bucket="results-1", Key="runs/x/report.md")["ContentLength"] > 0
 
 
 def test_cloud_experiments_are_refused_before_anything_starts(config):
