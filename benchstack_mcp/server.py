@@ -35,7 +35,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--store", default=Config.store,
                         help="where local runs write runs/ (default: the current folder)")
     args = parser.parse_args(argv)
-    # stdout carries the protocol: the SDK's own log lines go to stderr.
+    # stdout carries the protocol: log lines go to stderr, and while serving the SDK points
+    # fd 1 at stderr, so a stray print or a child's output never reaches the wire.
     logging.basicConfig(level=logging.WARNING)
     build_server(Config(experiments_dir=args.experiments, store=args.store)).run("stdio")
     return 0

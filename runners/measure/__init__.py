@@ -1,6 +1,6 @@
 """Measurement: the phases that send requests and turn replies into figures (warmup,
 decode, stream, load, quality, toolcall), the quality suite, the tool-call check, the
-degeneracy check and the statistics.
+degeneracy check, the statistics, and the health check of a running model (health).
 
 May import: backends (the request clients), run_context, progress and the standard
 library. Never providers (placement, AWS control planes), results, workflow or the CLI:
