@@ -10,6 +10,7 @@ from mcp.server.mcpserver import MCPServer
 
 from benchstack_mcp import backend_tools, cloud_tools, experiment_tools, run_tools
 from benchstack_mcp.config import Config
+from benchstack_mcp.errors import one_line_tool_errors
 
 NAME = "benchstack"
 INSTRUCTIONS = """benchstack deploys LLM serving backends on AWS (SageMaker, EC2, Bedrock) and
@@ -21,7 +22,7 @@ teardown_run and watchdog_sweep delete (destructive)."""
 
 def build_server(config: Config | None = None) -> MCPServer:
     config = config or Config()
-    server = MCPServer(NAME, instructions=INSTRUCTIONS)
+    server = MCPServer(NAME, instructions=INSTRUCTIONS, middleware=[one_line_tool_errors])
     for group in (experiment_tools, run_tools, cloud_tools, backend_tools):
         group.register(server, config)
     return server

@@ -53,6 +53,12 @@ def test_validate_wants_exactly_one_input(config):
     assert "give exactly one of name, file or text (got name, text)" in error_text(result)
 
 
+def test_arguments_that_fail_the_schema_are_one_line_too(config):
+    text = error_text(call(config, "show_ec2_boot_script", {"instance_type": 3}))
+    assert "experiment_name" in text and "Field required" in text
+    assert "\n" not in text
+
+
 def test_boot_script_of_an_ec2_experiment_and_a_one_line_refusal_otherwise(config):
     result = call(config, "show_ec2_boot_script",
                   {"experiment_name": "e2b-emb4-g6", "cache_bucket": "my-cache"})
