@@ -42,10 +42,10 @@ class Health(BaseModel):
 
 def register(server: MCPServer, config: Config) -> None:
     def client(experiment_name: str, base_url: str | None, endpoint_name: str | None,
-               region: str | None):
+               run_id: str | None, region: str | None):
         exp = config.experiment(experiment_name)
         placement = address.placement_for(exp, region=region, base_url=base_url,
-                                          endpoint_name=endpoint_name)
+                                          endpoint_name=endpoint_name, run_id=run_id)
         session = config.session() if exp.backend in ("sagemaker", "bedrock") else None
         return exp, address.client_for(exp, placement, session=session)
 
@@ -57,12 +57,13 @@ def register(server: MCPServer, config: Config) -> None:
     def query_backend(experiment_name: str, prompt: str, system: str | None = None,
                       max_tokens: int = 256, temperature: float = 0.0,
                       base_url: str | None = None, endpoint_name: str | None = None,
-                      region: str | None = None) -> QueryReply:
+                      run_id: str | None = None, region: str | None = None) -> QueryReply:
         """Send one chat prompt to an experiment's running backend with the client the
         benchmark measures with; returns the reply, its token counts and time. Reach it
         with: openai: base_url (default: the experiment's); local, ec2: base_url;
-        sagemaker: endpoint_name and region; bedrock: region."""
-        exp, backend = client(experiment_name, base_url, endpoint_name, region)
+        sagemaker: endpoint_name, or the run_id of the run that made it, and region;
+        bedrock: region."""
+        exp, backend = client(experiment_name, base_url, endpoint_name, run_id, region)
         messages = ([{"role": "system", "content": system}] if system else []) + [
             {"role": "user", "content": prompt}]
         started = time.perf_counter()
@@ -83,12 +84,13 @@ def register(server: MCPServer, config: Config) -> None:
         open_world=True))
     @tool_errors
     def model_health(experiment_name: str, base_url: str | None = None,
-                     endpoint_name: str | None = None, region: str | None = None) -> Health:
+                     endpoint_name: str | None = None, run_id: str | None = None,
+                     region: str | None = None) -> Health:
         """Ask the running model one exact-answer question from the quality suite at
         temperature 0: healthy only when the request succeeds, the reply is not degenerate
         (empty, "The The The ...") and the answer is right; HTTP 200 alone is not health.
         Reach it as for query_backend."""
-        exp, backend = client(experiment_name, base_url, endpoint_name, region)
+        exp, backend = client(experiment_name, base_url, endpoint_name, run_id, region)
         try:
             found = health.check(backend)
         finally:

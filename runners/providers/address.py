@@ -8,12 +8,13 @@ from typing import Any
 
 from runners import providers
 from runners.backends.reply import BackendClient
+from runners.providers.sagemaker import names
 
 # What each backend needs to be reached, beyond the experiment itself.
 NEEDS = {"openai": "base_url (default: the experiment's openai.base_url)",
          "local": "base_url of the running llama.cpp server",
          "ec2": "base_url of the engine (http://<private ip>:8000)",
-         "sagemaker": "endpoint_name (and region)", "bedrock": "region"}
+         "sagemaker": "endpoint_name or the run_id that made it (and region)", "bedrock": "region"}
 
 
 class AddressError(ValueError):
@@ -21,8 +22,10 @@ class AddressError(ValueError):
 
 
 def placement_for(experiment, *, region: str | None = None, base_url: str | None = None,
-                  endpoint_name: str | None = None) -> dict[str, Any]:
-    """The part of a placement a client needs, for `experiment.backend`."""
+                  endpoint_name: str | None = None, run_id: str | None = None
+                  ) -> dict[str, Any]:
+    """The part of a placement a client needs, for `experiment.backend`. A SageMaker
+    endpoint is named by hand or by the run that created it (names.endpoint_name)."""
     backend = experiment.backend
     if backend == "openai":
         base_url = base_url or experiment.openai.base_url
@@ -35,6 +38,8 @@ def placement_for(experiment, *, region: str | None = None, base_url: str | None
     if not region:
         raise AddressError(f"{experiment.name}: backend {backend!r} needs a region")
     if backend == "sagemaker":
+        endpoint_name = endpoint_name or (names.endpoint_name(experiment.name, run_id)
+                                          if run_id else None)
         if not endpoint_name:
             raise AddressError(f"{experiment.name}: backend 'sagemaker' needs {NEEDS[backend]}")
         return {"region": region, "endpoint_name": endpoint_name}

@@ -13,6 +13,7 @@ from botocore.stub import ANY
 from benchstack_mcp.config import Config
 from runners.backends.reply import BackendClient, Reply
 from runners.measure import health
+from runners.providers.sagemaker import names
 from tests.mcp.client import call, error_text
 from tests.mcp.sessions import StubbedSession
 from tests.runners.conftest import write_openai_experiment
@@ -95,5 +96,20 @@ def test_a_sagemaker_endpoint_is_reached_by_name_and_region(aws):
     session.assert_no_pending_responses()
     unnamed = call(config, "query_backend", {"experiment_name": "e2b-bf16-ml-g6",
                                              "prompt": "hi"})
-    assert error_text(unnamed).endswith(
-        "e2b-bf16-ml-g6: backend 'sagemaker' needs endpoint_name (and region)")
+    assert error_text(unnamed).endswith("e2b-bf16-ml-g6: backend 'sagemaker' needs "
+                                        "endpoint_name or the run_id that made it (and region)")
+
+
+def test_a_run_id_names_the_endpoint_its_run_created(aws):
+    session = StubbedSession({"sagemaker-runtime": "us-east-2"})
+    raw = json.dumps({"choices": [{"message": {"role": "assistant", "content": "Canberra"},
+                                   "finish_reason": "stop"}]}).encode()
+    session.stubbers["sagemaker-runtime"].add_response(
+        "invoke_endpoint", {"Body": StreamingBody(io.BytesIO(raw), len(raw))},
+        {"EndpointName": names.endpoint_name("e2b-bf16-ml-g6", "20261203T001500Z-ab12cd"),
+         "ContentType": "application/json", "Accept": "application/json", "Body": ANY})
+    out = call(Config(session_factory=lambda: session), "query_backend", {
+        "experiment_name": "e2b-bf16-ml-g6", "prompt": "What is the capital of Australia?",
+        "run_id": "20261203T001500Z-ab12cd"}).structured_content  # region: the first
+    assert out["text"] == "Canberra"
+    session.assert_no_pending_responses()
