@@ -17,7 +17,8 @@ from runners.backends.reply import ERROR, Ask, Reply
 VLLM_FORCE_FIELDS: dict[str, Any] = {"ignore_eos": True}
 
 
-def request_body(ask: Ask, model: str, force_fields: dict[str, Any]) -> dict[str, Any]:
+def request_body(ask: Ask, model: str, force_fields: dict[str, Any],
+                 tool_fields: dict[str, Any] | None = None) -> dict[str, Any]:
     body: dict[str, Any] = {
         "model": model, "messages": ask.messages, "max_tokens": ask.max_tokens,
         "temperature": ask.temperature, "stream": ask.stream,
@@ -29,6 +30,7 @@ def request_body(ask: Ask, model: str, force_fields: dict[str, Any]) -> dict[str
         body.setdefault("min_tokens", ask.max_tokens)
     if ask.tools:
         body["tools"] = ask.tools
+        body.update(tool_fields or {})
     return body
 
 

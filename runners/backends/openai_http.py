@@ -63,11 +63,13 @@ class OpenAIHTTPClient(BackendClient):
 
     def __init__(self, base_url: str, model: str, *, api_key: str | None = None,
                  timeout_s: float = 300.0, supports_tools: bool = False,
-                 force_fields: dict[str, Any] | None = None):
+                 force_fields: dict[str, Any] | None = None,
+                 tool_fields: dict[str, Any] | None = None):
         self.pool = ConnectionPool(base_url, timeout_s)
         self.model = model
         self.supports_tools = supports_tools
         self.force_fields = openai_chat.VLLM_FORCE_FIELDS if force_fields is None else force_fields
+        self.tool_fields = tool_fields or {}  # e.g. an explicit tool_choice some engines need
         self.headers = {"Content-Type": "application/json", "Accept": "text/event-stream"}
         if api_key:
             self.headers["Authorization"] = f"Bearer {api_key}"
@@ -89,7 +91,8 @@ class OpenAIHTTPClient(BackendClient):
             return resp.status, None
 
     def chat(self, ask: Ask, intended_s: float | None = None) -> Reply:
-        body = json.dumps(openai_chat.request_body(ask, self.model, self.force_fields)).encode()
+        body = json.dumps(openai_chat.request_body(ask, self.model, self.force_fields,
+                                                   self.tool_fields)).encode()
         reply = Reply(intended_s=intended_s)
         try:
             conn = self.pool.get()

@@ -234,7 +234,9 @@ def _toolcall_run(rec: Recorder, index: int) -> dict[str, Any]:
                     "correct": toolcall_check.answer_correct(reply.text), "filter_ok": calls_ok,
                     "filters": filters, "answer": reply.text,
                     "seconds": round(time.perf_counter() - started, 3)}
-        messages.append({"role": "assistant", "content": reply.text or None, "tool_calls": [
+        # Content is a string, "" without text: OpenAI also takes null, llama-cpp-python
+        # 0.3.36 refuses null (llama_types.py: content str) and a missing key (its template).
+        messages.append({"role": "assistant", "content": reply.text, "tool_calls": [
             {"id": c.get("id") or f"call{turn}-{n}", "type": "function",
              "function": {"name": c["name"], "arguments": c["arguments"]}}
             for n, c in enumerate(reply.tool_calls)]})

@@ -74,7 +74,8 @@ def _label(summary: dict[str, Any]) -> str:
 def _bandwidth_gb_per_s(summary: dict[str, Any]) -> float | None:
     itype = (summary.get("placement") or {}).get("instance_type")
     if not itype:
-        return None  # Bedrock and local: the accelerator is not disclosed / not catalogued
+        # Local: the host's copy bandwidth measured at provision; Bedrock: not disclosed.
+        return (summary.get("host") or {}).get("memory_bandwidth_gb_per_s")
     try:
         return hardware.lookup(itype).bandwidth_gb_per_s
     except hardware.UnknownInstanceType:

@@ -11,6 +11,7 @@ import io
 import json
 from typing import Any
 
+from runners.results import engine_local_section
 from runners.results.store import KeyExists, ResultsStore, latest_attempt_key
 from runners.run_context import utc_now
 
@@ -66,6 +67,7 @@ def build_summary(files: dict[str, Any]) -> dict[str, Any]:
                                     for p in MEASURING),
         "memory": {k: (placement.get("memory") or {}).get(k)
                    for k in ("weights_gib", "kv_cache_tokens")},
+        "host": engine_local_section.host(placement),
         "cost": files.get("cost") or {},
     }
 
@@ -120,6 +122,7 @@ def markdown(summary: dict[str, Any], files: dict[str, Any], charts_note: str,
                          (" / ".join(f"{lat[k]:.3f}" for k in ("p50", "p90", "p99"))
                           if lat else "-") + " |")
         lines.append("")
+    lines += engine_local_section.lines(s, files)
     lines += _cost_lines(s["cost"])
     lines += ["## Phases", "", "| phase | outcome |", "|---|---|"]
     for name in PHASE_FILES:

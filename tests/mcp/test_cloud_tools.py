@@ -40,7 +40,7 @@ def test_start_returns_the_execution_and_results_folder(deployed):
 
 def test_start_refuses_in_one_line(deployed):
     exp, _, _ = deployed
-    local = call(Config(), "start_cloud_run", {"experiment_name": "local-gemma3-270m"})
+    local = call(Config(), "start_cloud_run", {"experiment_name": "local-smollm2-135m"})
     assert error_text(local).endswith("backend: 'local' runs locally: use run_local_benchmark")
     region = call(Config(), "start_cloud_run", {"experiment_name": exp.name,
                                                 "region": "eu-west-1"})

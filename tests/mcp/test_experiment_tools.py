@@ -34,7 +34,7 @@ def test_list_experiments_gives_every_file_and_names_a_broken_one(config):
 
 
 def test_validate_a_name_a_file_and_text(config):
-    by_name = call(config, "validate_experiment", {"name": "local-gemma3-270m"})
+    by_name = call(config, "validate_experiment", {"name": "local-smollm2-135m"})
     assert by_name.structured_content["valid"] is True
     assert by_name.structured_content["experiment"]["backend"] == "local"
     by_file = call(config, "validate_experiment",

@@ -1,0 +1,5 @@
+import sys
+
+from benchstack_repack.cli import main
+
+sys.exit(main())
