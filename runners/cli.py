@@ -167,18 +167,14 @@ def _print_summary(summary: dict, where: str) -> None:
     print(f"run folder: {where}")
 
 
-def _cmd_run(args: argparse.Namespace) -> int:
+def _run_once(path: Path, store_location: str) -> tuple[int, str | None]:
+    """One run of the experiment: (exit code, summary.json location or None)."""
     from runners.workflow import driver  # imports the phases' dependencies only when running
 
-    path = _experiment_file(args)
-    backend = experiment.load(path).backend
-    if backend not in providers.REGISTRY:
-        raise experiment.ExperimentError(str(path), "backend", f"{backend!r} has no runner "
-                                         f"yet; runnable: {', '.join(providers.REGISTRY)}")
     line = ProgressLine()
     stop = progress.listen(line)
     try:
-        outcome = driver.run_experiment(str(path), str(args.store))
+        outcome = driver.run_experiment(str(path), store_location)
     finally:
         stop()
         line.close()
@@ -195,8 +191,46 @@ def _cmd_run(args: argparse.Namespace) -> int:
     if outcome["interrupted"]:
         print(f"interrupted: the engine was stopped; partial results in {where}",
               file=sys.stderr)
-        return 130
-    return 1 if failed else 0
+        return 130, None
+    return (1 if failed else 0), (store.uri(context["run_prefix"] + "summary.json")
+                                  if summary else None)
+
+
+def _print_group(summary_paths: list[str]) -> None:
+    """The repeated runs' figures: median, 95% interval and n (runners/results/groups.py)."""
+    from runners.results import compare, groups
+
+    local = [Path(p) for p in summary_paths if not p.startswith("s3://")]
+    if len(local) < len(summary_paths):  # compare reads local folders: copy S3 runs down first
+        print("runs in S3: " + " ".join(p for p in summary_paths if p.startswith("s3://")))
+    rows = [compare.row(compare.load_summary(p), p) for p in local]
+    print("\n\n".join(groups.markdown(groups.group(rows))))
+    if local:
+        folders = " ".join(str(p.parent) for p in local)
+        print(f"compare them: python -m runners compare {folders}")
+
+
+def _cmd_run(args: argparse.Namespace) -> int:
+    path = _experiment_file(args)
+    backend = experiment.load(path).backend
+    if backend not in providers.REGISTRY:
+        raise experiment.ExperimentError(str(path), "backend", f"{backend!r} has no runner "
+                                         f"yet; runnable: {', '.join(providers.REGISTRY)}")
+    if args.repeat < 1:
+        print(f"error: --repeat: {args.repeat} runs; give 1 or more", file=sys.stderr)
+        return 2
+    codes, summaries = [], []
+    for i in range(args.repeat):
+        if args.repeat > 1:
+            print(f"run {i + 1} of {args.repeat}", file=sys.stderr)
+        code, summary = _run_once(path, str(args.store))
+        codes.append(code)
+        summaries += [summary] if summary else []
+        if code == 130:
+            return 130
+    if len(summaries) > 1:
+        _print_group(summaries)
+    return max(codes)
 
 
 def _run_store(run_dir: str) -> LocalStore:
@@ -207,10 +241,21 @@ def _run_store(run_dir: str) -> LocalStore:
 
 
 def _cmd_report(args: argparse.Namespace) -> int:
-    out = report.write_report(_run_store(args.run_dir), "")
+    store = _run_store(args.run_dir)
+    out = report.write_report(store, "", live_to_side=True)
     print(out["markdown"], end="")
-    if out["kept"]:
+    if out["partial_prefix"]:
+        print(f"run still going (no teardown.json yet): partial report in "
+              f"{store.uri(out['partial_prefix'])}; the run's own report will write "
+              "summary.json and report.md", file=sys.stderr)
+    elif out["kept"]:
         print(f"(kept as first written: {', '.join(out['kept'])})", file=sys.stderr)
+    if args.open:
+        import webbrowser
+
+        page = Path(store.uri(f"{out['partial_prefix'] or ''}report.html")).resolve()
+        webbrowser.open(page.as_uri())
+        print(f"opened {page}", file=sys.stderr)
     return 0
 
 
@@ -271,9 +316,14 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("experiment", help="experiment name (in --experiments) or a .toml file")
     run.add_argument("--store", default=".", help="where runs/ is written: a folder "
                      "(default: the current folder) or s3://bucket[/prefix]")
+    run.add_argument("--repeat", type=int, default=1, metavar="N",
+                     help="run it N times in a row, each its own run folder; prints the "
+                          "median, 95%% interval and n of every figure (compare groups them)")
     run.set_defaults(func=_cmd_run)
     rep = sub.add_parser("report", help="(re)write the report of a run folder")
     rep.add_argument("run_dir")
+    rep.add_argument("--open", action="store_true",
+                     help="open report.html (one self-contained page) in the web browser")
     rep.set_defaults(func=_cmd_report)
     cmp_ = sub.add_parser("compare", help="one table across runs: speed, $ per 1M tokens, "
                                           "break-even, ratios to a baseline")

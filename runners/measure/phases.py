@@ -209,14 +209,15 @@ def quality(run: Run, rec: Recorder) -> dict[str, Any]:
                              temperature=quality_suite.TEMPERATURE), question=i)
         answers.append({"kind": q.kind, "prompt": q.prompt, "answer": reply.text,
                         "status": reply.status, "error": reply.error,
-                        "correct": reply.ok and q.correct(reply.text)})
+                        "correct": reply.ok and q.correct(reply.text),
+                        "correct_raw": reply.ok and q.correct_raw(reply.text)})
     by_kind: dict[str, list[int]] = {}
     for a in answers:
         by_kind.setdefault(a["kind"], [0, 0])
         by_kind[a["kind"]][0] += a["correct"]
         by_kind[a["kind"]][1] += 1
     return {"suite": "compare40", "correct": sum(a["correct"] for a in answers),
-            "total": len(answers),
+            "correct_raw": sum(a["correct_raw"] for a in answers), "total": len(answers),
             "by_kind": {k: {"correct": c, "total": t} for k, (c, t) in by_kind.items()},
             "answers": answers}
 

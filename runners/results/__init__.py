@@ -1,5 +1,7 @@
 """Results: the store (a local folder or S3; nothing is overwritten), the run report
-(summary.json, report.md, charts) and the compare report across runs.
+(summary.json, report.md, report.html, charts) and the compare report across runs, with
+the interval arithmetic (intervals), summary checks (validate), grouping of repeated runs
+(groups) and the answer-by-answer A/B (ab) they use.
 
 May import: run_context, hardware, cost and the standard library. Never providers,
 workflow or the CLI.

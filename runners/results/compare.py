@@ -19,6 +19,9 @@ from typing import Any, Iterable
 
 from runners import hardware
 from runners.cost.phase import idle_cost
+from runners.results import ab, groups
+from runners.results import charts as chart_pngs
+from runners.results.validate import SummaryInvalid, check_summary
 
 SUMMARY_SCHEMA = "benchstack.summary/1"
 ROOFLINE_FLAG_BELOW = 0.30  # under this share of the ceiling, the engine is the bottleneck
@@ -57,6 +60,10 @@ def load_summary(path: Path) -> dict[str, Any]:
     for key in ("run_id", "experiment", "backend"):
         if not summary.get(key):
             raise CompareError(f"{path}: {key}: is required")
+    try:
+        check_summary(summary)
+    except SummaryInvalid as exc:
+        raise CompareError(f"{path}: {exc}") from None
     return summary
 
 
@@ -107,7 +114,7 @@ def _idle(summary: dict[str, Any], usd_per_hour: float | None) -> dict[str, Any]
 
 
 def _fraction(part: Any, whole: Any) -> str | None:
-    return f"{part}/{whole}" if whole else None
+    return f"{part}/{whole}" if whole and part is not None else None
 
 
 def _toolcalls(summary: dict[str, Any]) -> str | None:
@@ -133,6 +140,52 @@ def _price_source(cost: dict[str, Any]) -> str | None:
     if not source.get("source"):
         return None
     return f"{source['source']} {source.get('fetched_on')} ({source.get('age_days')} d old)"
+
+
+# Phases whose failure leaves the run's figures untrustworthy or absent (teardown and cost
+# failing do not change what was measured; they are flagged instead).
+GATING_PHASES = ("provision", "await_ready", "warmup", "decode", "stream", "load", "quality",
+                 "toolcall")
+
+
+def failure(summary: dict[str, Any]) -> str | None:
+    """Why a run is listed apart, never ranked: its first failed phase, or that it
+    measured nothing; None for a run that can be ranked."""
+    phases = summary.get("phases") or {}
+    for name in GATING_PHASES:
+        outcome = phases.get(name) or {}
+        if outcome.get("state") == "failed":
+            return f"{name} failed: {outcome.get('detail')}"
+    stream, quality = summary.get("stream") or {}, summary.get("quality") or {}
+    measured = ((summary.get("decode") or {}).get("tokens_per_s") or any(stream.values()) or
+                any(lvl.get("tokens_per_s") for lvl in summary.get("load") or []) or
+                quality.get("total"))
+    return None if measured else "measured nothing"
+
+
+def _latency(summary: dict[str, Any]) -> dict[str, Any]:
+    """p50, p99 and n of the streamed TTFT, TPOT and end-to-end latency."""
+    out: dict[str, Any] = {}
+    for key in ("ttft_s", "tpot_s", "e2el_s"):
+        dist = (summary.get("stream") or {}).get(key) or {}
+        name = key.removesuffix("_s")
+        out |= {f"{name}_p50_s": dist.get("p50"), f"{name}_p99_s": dist.get("p99"),
+                f"{name}_n": dist.get("n")}
+    return out
+
+
+def token_source(summary: dict[str, Any]) -> str | None:
+    """"server usage", or "estimate (stream, load)" naming the phases counted by chunks."""
+    sources = summary.get("token_source")
+    if not sources:
+        return None  # written before token sources were recorded
+    estimated = [phase for phase, source in sources.items() if source == "estimate"]
+    return f"estimate ({', '.join(estimated)})" if estimated else "server usage"
+
+
+def _quality_interval(quality: dict[str, Any]) -> str | None:
+    pair = quality.get("interval_95")
+    return f"{pair[0]:.0%}–{pair[1]:.0%}" if pair else None
 
 
 def row(summary: dict[str, Any], path: Path) -> dict[str, Any]:
@@ -163,6 +216,18 @@ def row(summary: dict[str, Any], path: Path) -> dict[str, Any]:
         "highest_concurrency": per_million.get("highest_concurrency_level"),
         "toolcalls": _toolcalls(summary),
         "quality": _fraction(quality.get("correct"), quality.get("total")),
+        "quality_interval_95": _quality_interval(quality),
+        "quality_correct": quality.get("correct"), "quality_total": quality.get("total"),
+        "answers": quality.get("answers") or None,
+        "decode_interval_95": (summary.get("decode") or {}).get("interval_95"),
+        "best_load_tokens_per_s": max((lvl["tokens_per_s"] for lvl in summary.get("load") or []
+                                       if lvl.get("tokens_per_s")), default=None),
+        "quality_raw": _fraction(quality.get("correct_raw"), quality.get("total")),
+        "failure": failure(summary), "token_source": token_source(summary),
+        "teardown_failure": ((summary.get("phases") or {}).get("teardown") or {}).get("detail")
+        if ((summary.get("phases") or {}).get("teardown") or {}).get("state") == "failed"
+        else None,
+        **_latency(summary),
         "billable_minutes": idle["billable_minutes"], "billable_usd": idle["usd"],
         "billable_final": idle["final"],
         "break_even_tokens_per_s": (cost.get("break_even") or {}).get("output_tokens_per_s"),
@@ -181,6 +246,17 @@ def _checked_row(path: Path) -> dict[str, Any]:
         return row(summary, path)
     except ValueError as exc:  # a malformed time or size in an otherwise valid summary
         raise CompareError(f"{path}: {exc}") from None
+
+
+def _distinct_labels(rows: list[dict[str, Any]]) -> None:
+    """Two experiments that would show one label ("local gemma-3-270m") get their
+    experiment names added, so no two bars or rows read alike."""
+    experiments: dict[str, set[str]] = {}
+    for r in rows:
+        experiments.setdefault(r["label"], set()).add(r["experiment"])
+    for r in rows:
+        if len(experiments[r["label"]]) > 1:
+            r["label"] = f"{r['label']} ({r['experiment']})"
 
 
 def sort_key(r: dict[str, Any]) -> tuple:
@@ -202,11 +278,29 @@ def with_ratios(rows: list[dict[str, Any]], baseline: dict[str, Any]) -> None:
                                     baseline["usd_per_million_highest"])
 
 
-def pick_baseline(rows: list[dict[str, Any]], baseline: str | None) -> dict[str, Any]:
-    """The row whose run id, experiment or folder name is `baseline`; default: the first."""
+def _names(r: dict[str, Any]) -> tuple[str, ...]:
+    runs = r.get("runs") or [r]
+    return (r["experiment"], *(x["run_id"] for x in runs), *(Path(x["path"]).name for x in runs))
+
+
+def baseline_run(base: dict[str, Any], baseline: str | None) -> dict[str, Any]:
+    """The one run answers are compared with: the named run of the baseline's group, else
+    its latest."""
+    runs = base.get("runs") or [base]
+    return next((r for r in runs if baseline in (r["run_id"], Path(r["path"]).name)), runs[-1])
+
+
+def pick_baseline(rows: list[dict[str, Any]], baseline: str | None,
+                  apart: Iterable[dict[str, Any]] = ()) -> dict[str, Any]:
+    """The row whose run id, experiment or folder name is `baseline`; default: the first.
+    A run listed apart (failed, measured nothing) cannot be the baseline."""
     if baseline is None:
         return rows[0]
-    hits = [r for r in rows if baseline in (r["run_id"], r["experiment"], Path(r["path"]).name)]
+    hits = [r for r in rows if baseline in _names(r)]
+    failed = [r for r in apart if baseline in _names(r)]
+    if not hits and failed:
+        raise CompareError(f"baseline {baseline!r} is run {failed[0]['run_id']}, which "
+                           f"{failed[0]['failure'].split(':')[0]}; choose a measured run")
     if len(hits) != 1:
         known = ", ".join(f"{r['experiment']} ({r['run_id']})" for r in rows)
         what = "matches no run" if not hits else f"matches {len(hits)} runs; give a run id"
@@ -244,6 +338,9 @@ def flags(rows: list[dict[str, Any]]) -> list[str]:
     """Lines that explain marks in the table."""
     lines = []
     for r in rows:
+        if r["teardown_failure"]:
+            lines.append(f"⚠ {r['label']} (run {r['run_id']}): teardown failed "
+                         f"({r['teardown_failure']}); check that nothing is left billing.")
         if r["bedrock_usd_per_million_with_input"] is not None:
             lines.append(f"{r['label']} bills per token: its $ per 1M counts output tokens only; "
                          f"with {r['bedrock_input_tokens_per_output_token']:g} input tokens per "
@@ -271,21 +368,59 @@ def _table(header: list[str], body: list[list[str]]) -> str:
     return "\n".join(lines)
 
 
-def markdown(rows: list[dict[str, Any]], baseline: dict[str, Any]) -> str:
+def _pair(p50: float | None, p99: float | None, scale: float, digits: int) -> str:
+    if p50 is None:
+        return "—"
+    return f"{_num(p50 * scale, digits)} / {_num(None if p99 is None else p99 * scale, digits)}"
+
+
+def latency_table(rows: list[dict[str, Any]]) -> str:
+    """Streamed latency p50 / p99 with n, and where each run's token counts came from."""
+    return _table(
+        ["Backend", "Run", "TTFT p50 / p99 (ms)", "TPOT p50 / p99 (ms)", "E2EL p50 / p99 (s)",
+         "n", "Tokens from"],
+        [[r["label"], r["run_id"], _pair(r["ttft_p50_s"], r["ttft_p99_s"], 1000, 1),
+          _pair(r["tpot_p50_s"], r["tpot_p99_s"], 1000, 2),
+          _pair(r["e2el_p50_s"], r["e2el_p99_s"], 1, 3),
+          "—" if r["ttft_n"] is None else str(r["ttft_n"]), r["token_source"] or "not recorded"]
+         for r in rows])
+
+
+def failed_table(apart: list[dict[str, Any]]) -> list[str]:
+    """Runs that failed or measured nothing: listed with why, never ranked."""
+    if not apart:
+        return []
+    return ["## Failed or measured nothing (not ranked)", _table(
+        ["Backend", "Experiment", "Run", "Failure", "Decode tok/s measured"],
+        [[r["label"], r["experiment"], r["run_id"], r["failure"].replace("|", "\\|"),
+          _num(r["decode_tokens_per_s"])] for r in apart])]
+
+
+def markdown(rows: list[dict[str, Any]], baseline: dict[str, Any] | None,
+             apart: list[dict[str, Any]] = (), runs: list[dict[str, Any]] | None = None,
+             base_run: dict[str, Any] | None = None) -> str:
+    """`rows`: the ranked rows (one per experiment, grouped); `runs`: every ranked run."""
+    runs = rows if runs is None else runs
+    if not rows:
+        return "\n\n".join([f"# Compare: {len(apart)} runs, none measured",
+                             *failed_table(list(apart))]) + "\n"
     levels = {r["highest_concurrency"] for r in rows if r["highest_concurrency"]}
     # One shared level goes in the header ("at 16"); mixed levels go in each cell.
     at = f"at {min(levels)}" if len(levels) == 1 else "highest concurrency"
     main = _table(
-        ["Backend", "Precision served", "Bandwidth", "tok/s", "Roofline",
+        ["Backend", "Runs", "Precision served", "Bandwidth", "tok/s", "Roofline",
          "$ per 1M output tokens, 1 request", f"$ per 1M output tokens, {at}", "Tool calls",
          "Quality", "tok/s vs baseline", "$/1M (1) vs baseline", f"$/1M ({at}) vs baseline"],
-        [[(MEDALS[i] + " " if i < len(MEDALS) else "") + r["label"], r["precision"],
+        [[(MEDALS[i] + " " if i < len(MEDALS) else "") + r["label"], str(r.get("n_runs", 1)),
+          r["precision"],
           _num(r["bandwidth_gb_per_s"], 0, " GB/s") if r["bandwidth_gb_per_s"] else "not disclosed"
           if r["backend"] == "bedrock" else "—",
           _num(r["decode_tokens_per_s"]), _roofline(r), _usd(r["usd_per_million_one_request"]),
           _usd(r["usd_per_million_highest"]) + (f" ({r['highest_concurrency']})"
                                                 if len(levels) > 1 and r["highest_concurrency"] else ""),
-          r["toolcalls"] or "—", r["quality"] or "—", _times(r["x_decode"]), _times(r["x_usd_one_request"]),
+          r["toolcalls"] or "—", (r["quality"] or "—") + (f" ({r['quality_interval_95']})"
+                                                           if r["quality_interval_95"] else ""),
+          _times(r["x_decode"]), _times(r["x_usd_one_request"]),
           _times(r["x_usd_highest"])] for i, r in enumerate(rows)])
     memory = _table(
         ["Backend", "Weights", "KV cache", "$/hour", "Break-even vs Bedrock"],
@@ -298,15 +433,23 @@ def markdown(rows: list[dict[str, Any]], baseline: dict[str, Any]) -> str:
                                                                   or r["billable_minutes"] is None
                                                                   else " (floor)"),
           "—" if r["billable_usd"] is None else f"${r['billable_usd']:.2f}", r["price_source"] or "—"]
-         for r in rows])
+         for r in runs])
     parts = [
-        f"# Compare: {len(rows)} runs",
+        f"# Compare: {len(runs) + len(apart)} runs"
+        + (f", {len(apart)} of them failed or measured nothing" if apart else ""),
         f"Sorted in code by single-request decode rate, fastest first. Baseline for the ratios: "
         f"{baseline['label']} ({baseline['experiment']}, run {baseline['run_id']}).",
         main,
         "Roofline: measured decode / (accelerator bandwidth / weight bytes). ⚠ under "
         f"{ROOFLINE_FLAG_BELOW:.0%}; ↑ above 100%.",
         *flags(rows),
+        "## Latency (streamed, one request at a time)",
+        "n: streamed requests behind each percentile. Tokens from: the server's usage block, "
+        "or an estimate of one token per streamed chunk (phases named) when it sent none.",
+        latency_table(runs),
+        *groups.markdown(rows),
+        *ab.markdown(runs, base_run or baseline, {g["experiment"]: g for g in rows}),
+        *failed_table(list(apart)),
         "## Memory and price",
         memory,
         "## Billable time",
@@ -324,6 +467,8 @@ CSV_FIELDS = (
     "toolcalls", "quality",
     "billable_minutes", "billable_usd", "billable_final", "break_even_tokens_per_s",
     "price_source", "degenerate_responses", "x_decode", "x_usd_one_request", "x_usd_highest",
+    "quality_interval_95", "quality_raw", "ttft_p50_s", "ttft_p99_s", "ttft_n", "tpot_p50_s",
+    "tpot_p99_s", "tpot_n", "e2el_p50_s", "e2el_p99_s", "e2el_n", "token_source", "failure",
     "path",
 )
 
@@ -339,29 +484,15 @@ def csv_text(rows: list[dict[str, Any]]) -> str:
 
 
 def charts(rows: list[dict[str, Any]], out_dir: Path) -> tuple[list[Path], str | None]:
-    """Bar charts of decode rate and $/1M; (paths, None), or ([], why they were skipped)."""
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        from matplotlib import pyplot
-    except ImportError:
-        return [], "matplotlib is not installed; charts skipped"
+    """Bar charts of decode rate and $/1M (runners/results/charts.py); (paths, None), or
+    ([], why they were skipped)."""
+    pngs, skipped = chart_pngs.compare_charts(rows)
+    if skipped:
+        return [], skipped
     out_dir.mkdir(parents=True, exist_ok=True)
-    written = []
-    for field, title, name in (
-        ("decode_tokens_per_s", "Decode, one request (tok/s)", "decode.png"),
-        ("usd_per_million_one_request", "$ per 1M output tokens, one request", "usd-per-million.png"),
-    ):
-        shown = [r for r in rows if r[field] is not None]
-        fig, ax = pyplot.subplots(figsize=(8, 0.5 * len(shown) + 1.5))
-        ax.barh([r["label"] for r in shown][::-1], [r[field] for r in shown][::-1])
-        ax.set_title(title)
-        fig.tight_layout()
-        fig.savefig(out_dir / name, dpi=100)
-        pyplot.close(fig)
-        written.append(out_dir / name)
-    return written, None
+    for name, png in pngs.items():
+        (out_dir / name).write_bytes(png)
+    return [out_dir / name for name in pngs], None
 
 
 def compare(run_dirs: Iterable[str | Path], baseline: str | None = None,
@@ -370,17 +501,24 @@ def compare(run_dirs: Iterable[str | Path], baseline: str | None = None,
     hold a report: nothing is overwritten). Returns the paths, the rows, and why charts
     were skipped (None when they were drawn)."""
     paths = find_summaries(run_dirs)
-    rows = sorted((_checked_row(p) for p in paths), key=sort_key)
-    base = pick_baseline(rows, baseline)
-    with_ratios(rows, base)
+    every = sorted((_checked_row(p) for p in paths), key=sort_key)
+    runs = [r for r in every if not r["failure"]]
+    apart = [r for r in every if r["failure"]]
+    _distinct_labels(every)
+    rows = sorted(groups.group(runs), key=sort_key)
+    base = pick_baseline(rows, baseline, apart) if rows else None
+    if base:
+        with_ratios(rows, base)
+        with_ratios(runs, base)  # compare.csv keeps one line per run
     out = Path(out_dir)
     targets = {"markdown": out / "compare.md", "csv": out / "compare.csv"}
     existing = [str(p) for p in targets.values() if p.exists()]
     if existing:
         raise CompareError(f"{existing[0]}: exists; give another output folder")
     out.mkdir(parents=True, exist_ok=True)
-    targets["markdown"].write_text(markdown(rows, base), encoding="utf-8")
-    targets["csv"].write_text(csv_text(rows), encoding="utf-8")
+    text = markdown(rows, base, apart, runs, base and baseline_run(base, baseline))
+    targets["markdown"].write_text(text, encoding="utf-8")
+    targets["csv"].write_text(csv_text(runs + apart), encoding="utf-8")
     chart_paths, skipped = charts(rows, out / "charts")
     return {**targets, "charts": chart_paths, "charts_skipped": skipped, "rows": rows,
-            "baseline": base["run_id"]}
+            "apart": apart, "baseline": base and base["run_id"]}

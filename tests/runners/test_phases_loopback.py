@@ -47,12 +47,18 @@ def test_a_clean_run_measures_the_truth(loopback, tmp_path):
     ttft = summary["stream"]["ttft_s"]
     assert truth.first_content_s() <= ttft["p50"] < truth.first_content_s() + 0.04
     assert summary["stream"]["tpot_s"]["p50"] == pytest.approx(truth.tpot_s(32), rel=0.15)
-    assert set(summary["stream"]["ttft_s"]) == {"p50", "p90", "p99", "mean"}
+    assert set(summary["stream"]["ttft_s"]) == {"p50", "p90", "p99", "mean", "n",
+                                                "p50_interval_95", "p99_interval_95"}
+    low, high = ttft["p50_interval_95"]  # bootstrap over the streamed requests' records
+    assert low <= ttft["p50"] <= high
+    assert summary["stream"]["ttft_s"]["n"] == 4  # SMALL_PLAN streams four replies
     assert [lvl["concurrency"] for lvl in summary["load"]] == [1, 4]
     assert [lvl["requests"] for lvl in summary["load"]] == [2, 8]
     # Four concurrent streams of 32 tokens: about four times the single-stream rate.
     assert summary["load"][1]["tokens_per_s"] > 2.5 * summary["load"][0]["tokens_per_s"]
-    assert summary["quality"] == {"correct": 40, "total": 40}
+    quality = summary["quality"]
+    assert (quality["correct"], quality["correct_raw"], quality["total"]) == (40, 40, 40)
+    assert quality["interval_95"] == pytest.approx([0.9124, 1.0], abs=1e-4)  # Wilson, 40/40
     assert summary["toolcall"] == {"supported": True, "runs": 2, "correct": 2, "filter_ok": 2}
     assert summary["degenerate_responses"] == 0
     assert summary["placement"]["region"] == "local"

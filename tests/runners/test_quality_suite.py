@@ -40,3 +40,27 @@ def test_scoring_regexes():
     brazil = next(q for q in qs if "Brazil" in q.prompt)
     assert brazil.correct("BRASILIA") and brazil.correct("Brasília")
     assert not brazil.correct("Rio")
+
+
+def test_an_echo_of_the_question_earns_nothing():
+    qs = quality_suite.questions()
+    q18 = qs[17]
+    assert q18.prompt == "What is 337 + 942 - 337? Reply with the number only."
+    echo = "What is 337 + 942 - 337? Reply with the number only.\nWhat is 337+942-337?"
+    assert q18.correct_raw(echo)  # the seeds' regex finds 942 inside the echo
+    assert not q18.correct(echo)
+    assert q18.correct("337 + 942 - 337 = 942")  # the echo goes, the answer stays
+    assert q18.correct("What is 337 + 942 - 337? 942")
+
+
+def test_an_echo_only_model_scores_zero_on_every_question():
+    for q in quality_suite.questions():
+        assert not q.correct(q.prompt + " " + q.prompt.lower()), q.prompt
+        assert not q.correct(quality_suite.strip_echo(q, q.prompt)), q.prompt
+
+
+def test_echo_removal_keeps_real_answers():
+    for q in quality_suite.questions():
+        answer = {"mul": str(eval(q.expression or "0")), "add": str(eval(q.expression or "0"))
+                  }.get(q.kind) or q.pattern.replace("[ií]", "i")
+        assert q.correct(f"{q.prompt} {answer}") and q.correct_raw(answer), q.prompt
