@@ -11,6 +11,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 from benchstack_mcp.config import Config
 from benchstack_mcp.errors import tool_errors
 from benchstack_mcp.hints import hints
+from benchstack_mcp.shapes import pick
 from runners import experiment
 from runners.providers.sagemaker import dlc_images
 from runners.watchdog import sweep as watchdog
@@ -102,11 +103,9 @@ def register(server: MCPServer, config: Config) -> None:
 
     def sweep(given: list[str] | None, dry_run: bool) -> Sweep:
         report = watchdog.sweep(regions_of(given), clients=clients(), dry_run=dry_run)
-        fields = SweepLine.model_fields
         return Sweep(sweep_id=report.sweep_id, dry_run=dry_run, regions=list(report.regions),
                      counts=report.counts(), seconds=round(report.seconds, 3),
-                     resources=[SweepLine(**{k: v for k, v in line.items() if k in fields})
-                                for line in report.lines])
+                     resources=[SweepLine(**pick(SweepLine, line)) for line in report.lines])
 
     @server.tool(name="start_cloud_run", annotations=hints(
         "Start a cloud run", read_only=False, destructive=False, idempotent=False,

@@ -16,6 +16,7 @@ from pydantic import BaseModel
 from benchstack_mcp.config import Config
 from benchstack_mcp.errors import tool_errors
 from benchstack_mcp.hints import hints
+from benchstack_mcp.shapes import pick
 from runners import experiment, progress
 from runners.results import compare, report
 from runners.results.store import LocalStore, S3Store, ResultsStore
@@ -51,13 +52,21 @@ class RunReport(BaseModel):
 
 
 class CompareRow(BaseModel):
+    """One experiment: a single run, or the medians of its repeated runs (n_runs)."""
+
     rank: int  # 1 = fastest single-request decode (ties: cheaper per token first)
-    run_id: str
+    run_id: str  # the latest run of the experiment
+    run_ids: list[str]
+    n_runs: int
     experiment: str
     label: str
     backend: str
     precision: str
     decode_tokens_per_s: float | None
+    decode_interval_95: list[float] | None
+    best_load_tokens_per_s: float | None
+    ttft_p50_s: float | None
+    tpot_p50_s: float | None
     roofline_share: float | None
     usd_per_hour: float | None
     usd_per_million_one_request: float | None
@@ -65,6 +74,8 @@ class CompareRow(BaseModel):
     highest_concurrency: int | None
     toolcalls: str | None
     quality: str | None
+    quality_interval_95: str | None
+    token_source: str | None
     billable_minutes: float | None
     billable_usd: float | None
     break_even_tokens_per_s: float | None
@@ -74,9 +85,18 @@ class CompareRow(BaseModel):
     path: str
 
 
+class FailedRun(BaseModel):
+    run_id: str
+    experiment: str
+    label: str
+    failure: str  # its first failed phase, or "measured nothing"
+    path: str
+
+
 class Comparison(BaseModel):
-    baseline: str  # run id
+    baseline: str | None  # run id; None when no run measured anything
     rows: list[CompareRow]  # sorted in code: runners/results/compare.py sort_key
+    apart: list[FailedRun]  # listed apart, never ranked
     markdown: str
     markdown_path: str
     csv_path: str
@@ -206,10 +226,11 @@ def register(server: MCPServer, config: Config) -> None:
         where = Path(out_dir) if out_dir else (
             config.compare_dir / time.strftime("%Y%m%dT%H%M%SZ", time.gmtime()))
         out = compare.compare(run_folders, baseline, where)
-        fields = CompareRow.model_fields
-        rows = [CompareRow(rank=i, **{k: v for k, v in r.items() if k in fields})
+        rows = [CompareRow(rank=i, run_ids=[run["run_id"] for run in r["runs"]],
+                           **pick(CompareRow, r))
                 for i, r in enumerate(out["rows"], start=1)]
         return Comparison(baseline=out["baseline"], rows=rows,
+                          apart=[FailedRun(**pick(FailedRun, r)) for r in out["apart"]],
                           markdown=out["markdown"].read_text(encoding="utf-8"),
                           markdown_path=str(out["markdown"]), csv_path=str(out["csv"]),
                           charts=[str(p) for p in out["charts"]],

@@ -3,6 +3,7 @@ and compare over the fixture runs, through an in-process MCP client session."""
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 
@@ -93,3 +94,28 @@ def test_compare_returns_rows_sorted_in_code_as_structured_content(config, tmp_p
     assert error_text(twice).endswith("compare.md: exists; give another output folder")
     missing = call(config, "compare_runs", {"run_folders": [str(tmp_path / "nope")]})
     assert error_text(missing).endswith("nope: no such run folder")
+
+
+def test_compare_groups_repeated_runs_and_lists_a_failed_run_apart(config, tmp_path):
+    runs = tmp_path / "runs"
+    shutil.copytree(RUNS, runs)
+    (g6_summary,) = (runs / "2026-11-02-e2b-emb4-g6").rglob("summary.json")
+    again = g6_summary.parent.parent / "20261102T130000Z-ffffff"
+    again.mkdir()
+    summary = json.loads(g6_summary.read_text())
+    summary["run_id"] = again.name
+    summary["decode"]["tokens_per_s"] = 129.9
+    (again / "summary.json").write_text(json.dumps(summary))
+    (bedrock,) = (runs / "2026-11-02-nova-micro-bedrock").rglob("summary.json")
+    failed = json.loads(bedrock.read_text())
+    failed["phases"] = {"provision": {"state": "failed", "detail": "AccessDeniedException"}}
+    bedrock.write_text(json.dumps(failed))
+    out = call(config, "compare_runs", {"run_folders": [str(runs)]}).structured_content
+    g6 = next(r for r in out["rows"] if r["experiment"] == "e2b-emb4-g6")
+    assert g6["n_runs"] == 2 and sorted(g6["run_ids"]) == ["20261102T100000Z-a1b2c3",
+                                                            "20261102T130000Z-ffffff"]
+    assert g6["decode_tokens_per_s"] == pytest.approx((131.9 + 129.9) / 2)  # the median
+    (apart,) = out["apart"]
+    assert apart["experiment"] == "nova-micro-bedrock"
+    assert apart["failure"] == "provision failed: AccessDeniedException"
+    assert "nova-micro-bedrock" not in {r["experiment"] for r in out["rows"]}
