@@ -10,7 +10,12 @@ A role-only chunk goes out at once, as real servers do, to catch a TTFT that cou
 
 Faults, consumed one per chat request from `faults` (None = behave): "http500", "http429",
 "hang" (answer after hang_s, past a client timeout), "cut" (close the stream mid-way),
-"degenerate" ("The The The ..." with HTTP 200), "no_usage", "empty".
+"degenerate" ("The The The ..." with HTTP 200), "no_usage", "empty". Hostile ones:
+"close" (hang up without answering), "bad_sse" (events `data: null`, `data: 42`,
+`{"choices": ["x"]}`), "bad_usage" (`completion_tokens: "lots"`), "list_body" (a JSON body
+or event that is a list), "no_done" (a stream that ends cleanly without [DONE]), "trickle"
+(a role chunk, then an SSE comment every trickle_s until the client gives up). A `Raw`
+fault sends its bytes as the whole reply (the fuzz tests' random and truncated bodies).
 
 Natural replies are right answers: the quality questions are solved, count_ids is called
 with `id >= 10` and then answered with 8, so the phases' scoring can be checked.
@@ -42,6 +47,7 @@ class Truth:
     tokens_per_chunk: int = 1
     hang_s: float = 2.0
     fill: bool = False  # always reply with max_tokens tokens (for harnesses without ignore_eos)
+    trickle_s: float = 0.05  # the "trickle" fault's gap between keep-alive comments
 
     def first_content_s(self) -> float:
         return self.ttft_s + (self.tokens_per_chunk - 1) * self.gap_s
@@ -67,6 +73,19 @@ def answer_for(body: dict[str, Any]) -> str:
     if m := re.search(r"capital of ([A-Z][\w ]+)\?", prompt):
         return CAPITALS.get(m[1], "Paris")
     return "ok"
+
+
+@dataclass
+class Raw:
+    """A programmed reply: `body` as is, chunked (an SSE stream) or with a Content-Length."""
+
+    body: bytes
+    status: int = 200
+    chunked: bool = True
+
+
+BAD_SSE_EVENTS = (b"null", b"42", b'{"choices": ["x"]}', b'[1, 2]',
+                  b'{"choices": [{"delta": {"content": 7}}]}')
 
 
 class _Server(ThreadingHTTPServer):
@@ -141,6 +160,16 @@ class LoopbackServer:
                 arrived = time.perf_counter()
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
                 fault = server.next_fault(body)
+                if isinstance(fault, Raw):
+                    self._raw_reply(fault)
+                    return
+                if fault == "close":
+                    self.close_connection = True
+                    self.connection.shutdown(socket.SHUT_RDWR)
+                    return
+                if fault == "list_body" and not body.get("stream"):
+                    self._json(200, [{"choices": []}])
+                    return
                 if fault in ("http500", "http429"):
                     self._json(int(fault[4:]), {"error": {"message": f"programmed {fault}"}})
                     return
@@ -185,6 +214,8 @@ class LoopbackServer:
             def _usage(self, body, words, fault) -> dict[str, Any] | None:
                 if fault == "no_usage":
                     return None
+                if fault == "bad_usage":
+                    return {"prompt_tokens": 12, "completion_tokens": "lots"}
                 return {"prompt_tokens": 12, "completion_tokens": len(words),
                         "total_tokens": 12 + len(words)}
 
@@ -210,6 +241,8 @@ class LoopbackServer:
                 self.send_header("Transfer-Encoding", "chunked")
                 self.end_headers()
                 self._event({"choices": [{"index": 0, "delta": {"role": "assistant"}}]})
+                if self._hostile_stream(fault):
+                    return
                 k = truth.tokens_per_chunk
                 chunks = [words[i:i + k] for i in range(0, len(words), k)]
                 if tools:
@@ -230,8 +263,43 @@ class LoopbackServer:
                 usage = self._usage(body, words, fault)
                 if usage and (body.get("stream_options") or {}).get("include_usage"):
                     self._event({"choices": [], "usage": usage})
-                self._raw(b"data: [DONE]\n\n")
+                if fault != "no_done":
+                    self._raw(b"data: [DONE]\n\n")
                 self._raw(b"")
+
+            def _hostile_stream(self, fault: str | None) -> bool:
+                """Send a hostile stream's rest; False when the fault is not one of those."""
+                if fault in ("bad_sse", "list_body"):
+                    events = BAD_SSE_EVENTS if fault == "bad_sse" else (b"[]",)
+                    for event in events:
+                        self._raw(b"data: " + event + b"\n\n")
+                    self._raw(b"data: [DONE]\n\n")
+                    self._raw(b"")
+                    return True
+                if fault == "trickle":
+                    try:
+                        while True:  # until the client hangs up
+                            time.sleep(server.truth.trickle_s)
+                            self._raw(b": keep-alive\n\n")
+                    except OSError:
+                        self.close_connection = True
+                    return True
+                return False
+
+            def _raw_reply(self, raw: Raw) -> None:
+                self.send_response(raw.status)
+                self.send_header("Content-Type", "text/event-stream" if raw.chunked
+                                 else "application/json")
+                if raw.chunked:
+                    self.send_header("Transfer-Encoding", "chunked")
+                    self.end_headers()
+                    if raw.body:
+                        self._raw(raw.body)
+                    self._raw(b"")
+                else:
+                    self.send_header("Content-Length", str(len(raw.body)))
+                    self.end_headers()
+                    self.wfile.write(raw.body)
 
             def _event(self, obj: dict[str, Any]) -> None:
                 self._raw(b"data: " + json.dumps(obj).encode() + b"\n\n")

@@ -115,6 +115,24 @@ def results_store(bucket_name: str) -> list[iam.PolicyStatement]:
     ]
 
 
+def run_telemetry(cache_bucket_name: str) -> list[iam.PolicyStatement]:
+    """What a run reads about itself after teardown (runners/telemetry): a SageMaker
+    endpoint's container log and CloudWatch metrics, and the files an EC2 engine instance
+    ships to its experiment's cache prefix (engines/<experiment>/telemetry/<run id>/)."""
+    group = f"log-group:{sagemaker_names.LOG_GROUP_ROOT}/{sagemaker_names.ENDPOINT_PREFIX}-*"
+    bucket = f"arn:{Aws.PARTITION}:s3:::{cache_bucket_name}"
+    return [
+        # the wildcard also covers the "<group>:*" form some log-group actions check
+        iam.PolicyStatement(actions=["logs:FilterLogEvents"], resources=[arn("logs", group)]),
+        # GetMetricData supports no resource-level permissions.
+        iam.PolicyStatement(actions=["cloudwatch:GetMetricData"], resources=["*"]),
+        iam.PolicyStatement(actions=["s3:GetObject"],
+                            resources=[f"{bucket}/engines/*/telemetry/*"]),
+        iam.PolicyStatement(actions=["s3:ListBucket"], resources=[bucket],
+                            conditions={"StringLike": {"s3:prefix": ["engines/*/telemetry/*"]}}),
+    ]
+
+
 def parameters_and_prices() -> list[iam.PolicyStatement]:
     return [
         iam.PolicyStatement(actions=["ssm:GetParameter"],

@@ -2,6 +2,12 @@
 
 User mistakes (a bad experiment file, an unknown name) print one line and exit 2;
 they never print a traceback.
+
+`run` exits 0 when every phase did its work; 1 when provision, await_ready or another phase
+failed; 3 when a measuring phase sent requests and not one succeeded; 4 when teardown failed
+(the resource may still bill); 130 when Ctrl-C, SIGTERM or SIGHUP stopped it (after its
+teardown); 2 for a user mistake or a store that cannot take a write, before anything starts.
+Every non-zero status comes with one line saying why.
 """
 
 from __future__ import annotations
@@ -14,7 +20,7 @@ from pathlib import Path
 
 from runners import experiment, progress, providers
 from runners.results import report
-from runners.results.store import LocalStore, open_store
+from runners.results.store import CorruptFile, LocalStore, StoreUnusable, open_store
 from runners.workflow import phases
 
 EXPERIMENTS_DIR = Path(__file__).resolve().parent.parent / "experiments"
@@ -63,9 +69,10 @@ def _cmd_user_data(args: argparse.Namespace) -> int:
         print(f"error: {exp.source}: ec2.instance_types: {itype!r} is not one of "
               f"{', '.join(exp.ec2.instance_types)}", file=sys.stderr)
         return 2
-    from runners.providers.ec2.user_data import EngineLaunch, render
+    from runners.providers.ec2.user_data import EngineLaunch, launch_values_file, render
 
-    print(render(EngineLaunch(exp, itype, args.cache_bucket)), end="")
+    launch = EngineLaunch(exp, itype, args.cache_bucket)
+    print(launch_values_file(launch) if args.values else render(launch), end="")
     return 0
 
 
@@ -116,6 +123,21 @@ def _cmd_start(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_engine_log(args: argparse.Namespace) -> int:
+    from runners.telemetry import engine_log
+
+    path = Path(args.file)
+    text = path.read_text(encoding="utf-8", errors="replace")
+    facts = engine_log.parse(engine_log.read_file_items(text), f"engine log: {path}")
+    if not facts["engine"]:
+        print(f"error: {path}: no vLLM or llama.cpp line in a known format", file=sys.stderr)
+        return 2
+    if not args.stats:
+        facts["stats"] = engine_log.stats_summary(facts["stats"])
+    print(json.dumps(facts, indent=2, default=str))
+    return 0
+
+
 def _cmd_watchdog(args: argparse.Namespace) -> int:
     from runners.watchdog import cli as watchdog_cli
 
@@ -136,16 +158,22 @@ class ProgressLine:
         count = f" {event['done']}/{event['total']}" if event["total"] else ""
         text = (f"[{index}/{len(phases.PHASES)}] {name:<11} {event['message']}{count}"
                 f"  ({time.monotonic() - self.started:.0f} s)")
-        if self.tty:
-            self.stream.write("\r\033[K" + text)
-        elif name != self.phase:  # a log file gets one line per phase
-            self.stream.write(text + "\n")
-        self.stream.flush()
+        try:
+            if self.tty:
+                self.stream.write("\r\033[K" + text)
+            elif name != self.phase:  # a log file gets one line per phase
+                self.stream.write(text + "\n")
+            self.stream.flush()
+        except OSError:  # the terminal closed (SIGHUP): the run goes on without it
+            self.tty = False
         self.phase = name
 
     def close(self) -> None:
         if self.tty:
-            self.stream.write("\n")
+            try:
+                self.stream.write("\n")
+            except OSError:
+                pass
 
 
 def _experiment_file(args: argparse.Namespace) -> Path:
@@ -175,25 +203,45 @@ def _run_once(path: Path, store_location: str) -> tuple[int, str | None]:
     stop = progress.listen(line)
     try:
         outcome = driver.run_experiment(str(path), store_location)
+    except StoreUnusable as exc:
+        print(f"error: store {exc}; nothing was started", file=sys.stderr)
+        return 2, None
     finally:
         stop()
         line.close()
+    verdict = driver.verdict(outcome)
+    try:
+        return _report_run(outcome, verdict)
+    except OSError:  # the terminal went away (SIGHUP): the run folder has everything
+        return verdict[0], None
+
+
+def _report_run(outcome: dict, verdict: tuple[int, str | None]) -> tuple[int, str | None]:
+    """Print what the run left; (exit code, summary.json location or None)."""
     context = outcome["context"]
     store = open_store(context["store"])
     where = store.uri(context["run_prefix"])
-    failed = [r for r in outcome["results"] if r["state"] == "failed"]
-    for r in failed:
-        print(f"phase {r['phase']} failed: {r.get('error') or 'see ' + str(r['key'])}",
+    for r in outcome["results"]:
+        if r["state"] == "failed":
+            print(f"phase {r['phase']} failed: {r.get('error') or 'see ' + str(r['key'])}",
+                  file=sys.stderr)
+    if outcome.get("store_fallback"):
+        print(outcome["store_fallback"], file=sys.stderr)
+    try:
+        summary = store.get_json_or_none(context["run_prefix"] + "summary.json")
+    except Exception as exc:  # a store that failed after the run: the verdict still stands
+        summary = None
+        print(f"summary not readable from {where}: {type(exc).__name__}: {exc}",
               file=sys.stderr)
-    summary = store.get_json_or_none(context["run_prefix"] + "summary.json")
     if summary:
         _print_summary(summary, where)
-    if outcome["interrupted"]:
-        print(f"interrupted: the engine was stopped; partial results in {where}",
-              file=sys.stderr)
-        return 130, None
-    return (1 if failed else 0), (store.uri(context["run_prefix"] + "summary.json")
-                                  if summary else None)
+    code, reason = verdict
+    if code == 130:
+        print(f"interrupted ({outcome['signal']}): the engine was stopped; partial results in "
+              f"{where}", file=sys.stderr)
+    elif reason:
+        print(f"exit {code}: {reason}", file=sys.stderr)
+    return code, (store.uri(context["run_prefix"] + "summary.json") if summary else None)
 
 
 def _print_group(summary_paths: list[str]) -> None:
@@ -226,8 +274,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
         code, summary = _run_once(path, str(args.store))
         codes.append(code)
         summaries += [summary] if summary else []
-        if code == 130:
-            return 130
+        if code in (2, 130):  # an unusable store or a signal: no further runs
+            return code
     if len(summaries) > 1:
         _print_group(summaries)
     return max(codes)
@@ -291,6 +339,8 @@ def build_parser() -> argparse.ArgumentParser:
     user_data.add_argument("--instance-type", help="default: the experiment's first")
     user_data.add_argument("--cache-bucket", default="CACHE-BUCKET",
                            help="cache bucket name to show (deploy fills in the real one)")
+    user_data.add_argument("--values", action="store_true",
+                           help="print the values file the script decodes, not the script")
     user_data.set_defaults(func=_cmd_user_data)
     check = sub.add_parser("preflight", help="check a vLLM experiment's model against its "
                                              "hardware (reads headers from the Hugging Face Hub)")
@@ -301,6 +351,13 @@ def build_parser() -> argparse.ArgumentParser:
     begin.add_argument("--region", help="region to start in (default: the experiment's "
                                          "first); its other regions are the fallbacks")
     begin.set_defaults(func=_cmd_start)
+    elog = sub.add_parser("engine-log", help="read a vLLM or llama.cpp log (plain, CloudWatch "
+                                             "prefixed, or FilterLogEvents JSON): print the "
+                                             "engine's start-up facts as JSON")
+    elog.add_argument("file")
+    elog.add_argument("--stats", action="store_true",
+                      help="list every periodic stats line (default: a summary)")
+    elog.set_defaults(func=_cmd_engine_log)
     watchdog = sub.add_parser(
         "watchdog", help="sweep regions for expired benchstack resources (the Lambda's code)")
     watchdog.add_argument("--dry-run", action="store_true",
@@ -343,7 +400,7 @@ def main(argv: list[str] | None = None) -> int:
     except experiment.ExperimentError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    except (json.JSONDecodeError, FileNotFoundError) as exc:
+    except (json.JSONDecodeError, FileNotFoundError, CorruptFile) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:

@@ -8,13 +8,14 @@ what is allowed`, never with a traceback.
 from __future__ import annotations
 
 import dataclasses
+import math
 import re
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from runners import hardware, regions as known_regions
+from runners import hardware, regions as known_regions, tags
 
 BACKENDS = ("sagemaker", "ec2", "bedrock", "openai", "local")
 CLOUD_BACKENDS = ("sagemaker", "ec2", "bedrock")
@@ -23,6 +24,9 @@ ENGINE_DTYPES = ("auto", "bfloat16", "float16")
 MAX_INSTANCE_POOLS = 5  # SageMaker's limit on InstancePools per production variant
 NAME_RE = re.compile(r"^[a-z0-9][a-z0-9-]{0,38}[a-z0-9]$")
 FLAG_RE = re.compile(r"^[a-z0-9][a-z0-9-]*$")
+# Strings reach shells (the EC2 boot script), tags and file names: no control characters
+# (C0, DEL, C1), so none can end a line, a heredoc or a tag value unseen.
+CONTROL_RE = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 
 
 class ExperimentError(ValueError):
@@ -122,6 +126,9 @@ class Benchmark:
     load_batches: int = 2
     quality_suite: str = "compare40"  # "compare40" | "none"
     toolcall_runs: int = 3
+    # Whole-request deadline, connect to last byte; None = 60 s + max_tokens at 2 tokens/s
+    # (runners/backends/reply.py default_deadline_s).
+    request_deadline_s: float | None = None
 
 
 @dataclass(frozen=True)
@@ -205,11 +212,22 @@ class _Table:
             value, ok = float(value), True
         if not ok:
             raise self.error(key, f"{value!r} is not {_TYPE_NAMES[kind]}")
+        self.check_clean(key, value)
         if choices is not None and value not in choices:
             raise self.error(key, f"{value!r} is not allowed; allowed: {', '.join(choices)}")
         if (lo is not None and value < lo) or (hi is not None and value > hi):
             raise self.error(key, f"{value!r} is out of range; allowed {lo} to {hi}")
         return value
+
+    def check_clean(self, key: str, value: Any) -> None:
+        """No control character in a string, no NaN or infinity in a number: NaN fails
+        every range comparison, so it would pass `lo`/`hi` and break synth later."""
+        if isinstance(value, str) and CONTROL_RE.search(value):
+            char = CONTROL_RE.search(value).group()
+            raise self.error(key, f"{value!r} holds the control character {char!r}; "
+                                  "strings must be one line of printable text")
+        if isinstance(value, float) and not math.isfinite(value):
+            raise self.error(key, f"{value!r} is not a finite number")
 
     def scalars(self, key: str, kind: type, default: Any = _MISSING, *, lo=None, hi=None,
                 min_len: int = 1, max_len: int | None = None) -> tuple:
@@ -278,6 +296,7 @@ def _engine(t: _Table) -> Engine:
             value = flags_table.data[name]
             if not isinstance(value, (str, int, float, bool)):
                 raise flags_table.error(name, f"{value!r} is not a string, number or boolean")
+            flags_table.check_clean(name, value)
             flags[name] = value
             flags_table.seen.add(name)
     engine = Engine(
@@ -396,6 +415,7 @@ def _benchmark(t: _Table) -> Benchmark:
         quality_suite=t.scalar("quality_suite", str, d.quality_suite,
                                choices=("compare40", "none")),
         toolcall_runs=t.scalar("toolcall_runs", int, d.toolcall_runs, lo=0, hi=100),
+        request_deadline_s=t.scalar("request_deadline_s", float, None, lo=1, hi=3600),
     )
     t.done()
     return plan
@@ -430,7 +450,7 @@ def parse(data: dict, source: str) -> Experiment:
         "backend": backend,
         "source": source,
         "description": top.scalar("description", str, ""),
-        "ttl_hours": top.scalar("ttl_hours", float, 3.0, lo=0.25, hi=72),
+        "ttl_hours": top.scalar("ttl_hours", float, 3.0, lo=0.25, hi=tags.MAX_TTL_HOURS),
         "model": _model(top.table("model")),
     }
     if backend in CLOUD_BACKENDS:
@@ -490,6 +510,14 @@ def load(path: str | Path) -> Experiment:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise ExperimentError(source, "-", "no such file") from None
+    except IsADirectoryError:
+        raise ExperimentError(source, "-", "is a folder; give an experiment .toml file") \
+            from None
+    except UnicodeDecodeError as exc:
+        raise ExperimentError(source, "-", f"not UTF-8 text (byte {exc.object[exc.start]:#04x} "
+                                           f"at offset {exc.start})") from None
+    except OSError as exc:
+        raise ExperimentError(source, "-", f"cannot read: {exc.strerror or exc}") from None
     except tomllib.TOMLDecodeError as exc:
         raise ExperimentError(source, "-", f"not valid TOML: {exc}") from None
     experiment = parse(data, source)

@@ -20,6 +20,9 @@ EXPERIMENT = "benchstack:experiment"
 RUN_ID = "benchstack:run-id"
 EXPIRES_AT = "benchstack:expires-at"
 EXECUTION_ARN = "benchstack:execution-arn"
+# The longest an experiment may live (experiment.ttl_hours): an expires-at further than this
+# from the resource's creation was not written by benchstack and is not trusted.
+MAX_TTL_HOURS = 72.0
 
 
 def expires_at(now: datetime, ttl_hours: float) -> str:

@@ -38,6 +38,7 @@ class BenchmarkStack(Stack):
         Tags.of(self).add("benchstack:component", "benchmark")
         # Read at deploy time from the foundation's parameter: no export couples the stacks.
         results_bucket = parameters.value_of(self, workflow.foundation_parameter("results-bucket"))
+        cache_bucket = parameters.value_of(self, workflow.foundation_parameter("cache-bucket"))
 
         self.control = RunnerFunction(
             self, "Control", handler=HANDLER, timeout=FUNCTION_TIMEOUT, memory_mb=1024,
@@ -48,7 +49,8 @@ class BenchmarkStack(Stack):
         for statement in [*allow.sagemaker_endpoints(), *allow.ec2_fleets(),
                           *allow.bedrock_models([e.bedrock.model_id for e in experiments
                                                  if e.bedrock]),
-                          *allow.parameters_and_prices(), *allow.start_runs()]:
+                          *allow.parameters_and_prices(), *allow.start_runs(),
+                          *allow.run_telemetry(cache_bucket)]:
             self.control.role.add_to_principal_policy(statement)
         foundation.alerts.grant_publish(self.control.role)
 
@@ -73,9 +75,11 @@ class BenchmarkStack(Stack):
             description="benchstack benchmark state machine (python -m runners start)")
         acknowledge_wildcards(self.control.role, (
             "Scoped by prefix and tag, not by name, because a run creates them: results "
-            "under runs/, endpoints and roles named benchstack-*, EC2 launches tagged "
+            "under runs/, endpoints, their log groups and roles named benchstack-*, engine "
+            "telemetry under engines/*/telemetry/, EC2 launches tagged "
             "benchstack:managed (terminate only those), any of the experiment's regions; "
-            "its own log streams; EC2 Describe and Pricing take no resource scoping."))
+            "its own log streams; EC2 Describe, Pricing and CloudWatch GetMetricData take no "
+            "resource scoping."))
         acknowledge_wildcards(self.data.role, (
             "Results under runs/ (keys are made per run), its own log streams, and the ENI "
             "actions Lambda needs to place the function in the VPC (no resource scoping)."))

@@ -11,8 +11,9 @@ import json
 import time
 from typing import Any
 
-from runners.backends import aws_errors
-from runners.backends.reply import ERROR, THROTTLED, Ask, BackendClient, Reply
+from runners.backends import aws_errors, aws_runtime, cancel, shapes
+from runners.backends.reply import ERROR, THROTTLED, TIMEOUT, Ask, BackendClient, Reply
+from runners.backends.shapes import BadReply
 
 
 def _tool_use(call: dict[str, Any]) -> dict[str, Any]:
@@ -77,86 +78,124 @@ class BedrockConverseClient(BackendClient):
             kwargs["toolConfig"] = tool_config(ask.tools)
         return kwargs
 
-    def chat(self, ask: Ask, intended_s: float | None = None) -> Reply:
-        reply = Reply(intended_s=intended_s)
-        reply.send_s = time.perf_counter()
+    def _exchange(self, ask: Ask, reply: Reply) -> None:
         try:
             if ask.stream:
-                self._stream(self.runtime.converse_stream(**self._kwargs(ask)), reply)
+                self._stream(self.runtime.converse_stream(**self._kwargs(ask)), reply,
+                             reply.send_s + ask.whole_deadline_s(), ask.whole_deadline_s())
             else:
                 resp = self.runtime.converse(**self._kwargs(ask))
                 reply.last_s = reply.first_s = time.perf_counter()
                 reply.chunk_s = [reply.last_s]
-                self._message(resp, reply)
+                self._message(shapes.required_obj(resp, "response"), reply)
             reply.http_status = 200
+        except BadReply:
+            raise
         except Exception as exc:  # botocore raises many unrelated classes; sort them by shape
             reply.status, reply.error = aws_errors.classify(exc)
-        if reply.last_s is None:
-            reply.last_s = time.perf_counter()
-        return reply
 
     @staticmethod
-    def _usage(reply: Reply, usage: dict[str, Any] | None) -> None:
-        if usage and usage.get("outputTokens") is not None:
-            reply.prompt_tokens = usage.get("inputTokens")
-            reply.completion_tokens = usage["outputTokens"]
+    def _usage(reply: Reply, value: Any, where: str) -> None:
+        usage = shapes.obj(value, where)
+        output = shapes.count(usage.get("outputTokens"), f"{where}.outputTokens")
+        if output is not None:
+            reply.prompt_tokens = shapes.count(usage.get("inputTokens"), f"{where}.inputTokens")
+            reply.completion_tokens = output
             reply.usage_source = "server"
 
     def _message(self, resp: dict[str, Any], reply: Reply) -> None:
-        for block in ((resp.get("output") or {}).get("message") or {}).get("content") or []:
+        message = shapes.obj(shapes.obj(resp.get("output"), "output").get("message"),
+                             "output.message")
+        where = "output.message.content"
+        for i, block in enumerate(shapes.objects(message.get("content"), where)):
             if "text" in block:
-                reply.text += block["text"]
+                reply.text += shapes.text(block["text"], f"{where}[{i}].text")
             elif "toolUse" in block:
-                use = block["toolUse"]
-                reply.tool_calls.append({"id": use.get("toolUseId"), "name": use.get("name"),
-                                         "arguments": json.dumps(use.get("input") or {})})
+                use = shapes.obj(block["toolUse"], f"{where}[{i}].toolUse")
+                reply.tool_calls.append({
+                    "id": shapes.optional_text(use.get("toolUseId"), f"{where}[{i}].toolUseId"),
+                    "name": shapes.optional_text(use.get("name"), f"{where}[{i}].name"),
+                    "arguments": json.dumps(use.get("input") or {})})
             elif "reasoningContent" in block:
-                reply.reasoning += (block["reasoningContent"].get("reasoningText") or {}).get(
-                    "text", "")
-        reply.finish_reason = resp.get("stopReason")
-        self._usage(reply, resp.get("usage"))
+                content = shapes.obj(block["reasoningContent"], f"{where}[{i}].reasoningContent")
+                reply.reasoning += shapes.text(
+                    shapes.obj(content.get("reasoningText"), "reasoningText").get("text"),
+                    f"{where}[{i}].reasoningText.text")
+        reply.finish_reason = shapes.optional_text(resp.get("stopReason"), "stopReason")
+        self._usage(reply, resp.get("usage"), "usage")
 
-    def _stream(self, resp: dict[str, Any], reply: Reply) -> None:
+    def _stream(self, resp: dict[str, Any], reply: Reply, end_s: float,
+                deadline_s: float) -> None:
         calls: dict[int, dict[str, Any]] = {}
         stopped = False
-        for event in resp["stream"]:
-            now = time.perf_counter()
-            if "contentBlockStart" in event:
-                start = event["contentBlockStart"]
-                use = (start.get("start") or {}).get("toolUse")
-                if use:
-                    calls[start.get("contentBlockIndex", 0)] = {
-                        "id": use.get("toolUseId"), "name": use.get("name"), "arguments": ""}
-                    self._content(reply, now)
-            elif "contentBlockDelta" in event:
-                block = event["contentBlockDelta"]
-                delta = block.get("delta") or {}
-                text = delta.get("text") or ""
-                reasoning = (delta.get("reasoningContent") or {}).get("text") or ""
-                tool_input = (delta.get("toolUse") or {}).get("input") or ""
-                if text or reasoning or tool_input:
-                    self._content(reply, now)
-                reply.text += text
-                reply.reasoning += reasoning
-                if tool_input:
-                    calls.setdefault(block.get("contentBlockIndex", 0),
-                                     {"id": None, "name": None, "arguments": ""})
-                    calls[block.get("contentBlockIndex", 0)]["arguments"] += tool_input
-            elif "messageStop" in event:
-                reply.finish_reason = event["messageStop"].get("stopReason")
-                stopped = True
-            elif "metadata" in event:
-                self._usage(reply, event["metadata"].get("usage"))
-            elif "messageStart" not in event and "contentBlockStop" not in event:
-                # An error member botocore did not raise (it raises the modelled ones).
-                name, detail = next(iter(event.items()))
-                reply.status = THROTTLED if "throttl" in name.lower() else ERROR
-                reply.error = f"{name}: {detail}"[:300]
+        stream = shapes.required_obj(resp, "response").get("stream")
+        if stream is None:
+            raise BadReply("response has no stream")
+        # botocore offers no per-call deadline: it is checked between events, and a
+        # cancelled run shuts the stream's socket.
+        with cancel.in_flight(aws_runtime.stream_closer(stream)):
+            for event in stream:
+                now = time.perf_counter()
+                if now > end_s:
+                    reply.status = TIMEOUT
+                    reply.error = f"no complete reply within the {deadline_s:g} s request deadline"
+                    break
+                event = shapes.required_obj(event, "stream event")
+                if not self._event(event, reply, calls, now):
+                    stopped |= "messageStop" in event
+                    continue
                 break
         reply.last_s = time.perf_counter()
         reply.tool_calls = [calls[i] for i in sorted(calls)]
         if reply.ok and not stopped:
             reply.status, reply.error = ERROR, "stream ended before messageStop"
+
+    def _event(self, event: dict[str, Any], reply: Reply, calls: dict[int, dict[str, Any]],
+               now: float) -> bool:
+        """Apply one ConverseStream event; True when it ends the stream with an error."""
+        if "contentBlockStart" in event:
+            start = shapes.obj(event["contentBlockStart"], "contentBlockStart")
+            use = shapes.obj(shapes.obj(start.get("start"), "contentBlockStart.start")
+                             .get("toolUse"), "contentBlockStart.start.toolUse")
+            if use:
+                where = "contentBlockStart.start.toolUse"
+                calls[shapes.index(start.get("contentBlockIndex"), "contentBlockIndex")] = {
+                    "id": shapes.optional_text(use.get("toolUseId"), f"{where}.toolUseId"),
+                    "name": shapes.optional_text(use.get("name"), f"{where}.name"),
+                    "arguments": ""}
+                self._content(reply, now)
+        elif "contentBlockDelta" in event:
+            block = shapes.obj(event["contentBlockDelta"], "contentBlockDelta")
+            delta = shapes.obj(block.get("delta"), "contentBlockDelta.delta")
+            text = shapes.text(delta.get("text"), "delta.text")
+            reasoning = shapes.text(shapes.obj(delta.get("reasoningContent"),
+                                               "delta.reasoningContent").get("text"),
+                                    "delta.reasoningContent.text")
+            tool_input = shapes.text(shapes.obj(delta.get("toolUse"), "delta.toolUse")
+                                     .get("input"), "delta.toolUse.input")
+            if text or reasoning or tool_input:
+                self._content(reply, now)
+            reply.text += text
+            reply.reasoning += reasoning
+            if tool_input:
+                slot = calls.setdefault(shapes.index(block.get("contentBlockIndex"),
+                                                     "contentBlockIndex"),
+                                        {"id": None, "name": None, "arguments": ""})
+                slot["arguments"] += tool_input
+        elif "messageStop" in event:
+            reply.finish_reason = shapes.optional_text(
+                shapes.obj(event["messageStop"], "messageStop").get("stopReason"),
+                "messageStop.stopReason")
+        elif "metadata" in event:
+            self._usage(reply, shapes.obj(event["metadata"], "metadata").get("usage"),
+                        "metadata.usage")
+        elif "messageStart" not in event and "contentBlockStop" not in event:
+            # An error member botocore did not raise (it raises the modelled ones).
+            name, detail = next(iter(event.items()), ("empty event", ""))
+            reply.status = THROTTLED if "throttl" in str(name).lower() else ERROR
+            reply.error = f"{name}: {detail}"[:300]
+            return True
+        return False
 
     @staticmethod
     def _content(reply: Reply, now: float) -> None:

@@ -11,7 +11,9 @@ import json
 import time
 from typing import Any
 
+from runners.backends import shapes
 from runners.backends.reply import ERROR, Ask, Reply
+from runners.backends.shapes import BadReply
 
 # vLLM's way of forcing an exact reply length; engines that differ pass their own.
 VLLM_FORCE_FIELDS: dict[str, Any] = {"ignore_eos": True}
@@ -34,29 +36,42 @@ def request_body(ask: Ask, model: str, force_fields: dict[str, Any],
     return body
 
 
-def _apply_usage(reply: Reply, usage: dict[str, Any] | None) -> None:
-    if usage and usage.get("completion_tokens") is not None:
-        reply.prompt_tokens = usage.get("prompt_tokens")
-        reply.completion_tokens = usage["completion_tokens"]
+def _apply_usage(reply: Reply, value: Any) -> None:
+    usage = shapes.obj(value, "usage")
+    completion = shapes.count(usage.get("completion_tokens"), "usage.completion_tokens")
+    if completion is not None:
+        reply.prompt_tokens = shapes.count(usage.get("prompt_tokens"), "usage.prompt_tokens")
+        reply.completion_tokens = completion
         reply.usage_source = "server"
 
 
-def _tool_call(call: dict[str, Any]) -> dict[str, Any]:
-    fn = call.get("function") or {}
-    return {"id": call.get("id"), "name": fn.get("name"), "arguments": fn.get("arguments") or ""}
+def _tool_call(call: dict[str, Any], where: str) -> dict[str, Any]:
+    fn = shapes.obj(call.get("function"), f"{where}.function")
+    return {"id": shapes.optional_text(call.get("id"), f"{where}.id"),
+            "name": shapes.optional_text(fn.get("name"), f"{where}.function.name"),
+            "arguments": shapes.text(fn.get("arguments"), f"{where}.function.arguments")}
 
 
-def parse_completion(reply: Reply, payload: dict[str, Any]) -> Reply:
-    """Fill `reply` from a non-streamed chat completion."""
-    choices = payload.get("choices") or []
+def _reasoning(part: dict[str, Any], where: str) -> str:
+    return (shapes.text(part.get("reasoning_content"), f"{where}.reasoning_content")
+            or shapes.text(part.get("reasoning"), f"{where}.reasoning"))
+
+
+def parse_completion(reply: Reply, payload: Any) -> Reply:
+    """Fill `reply` from a non-streamed chat completion; raises BadReply on a wrong shape."""
+    payload = shapes.required_obj(payload, "response body")
+    choices = shapes.objects(payload.get("choices"), "choices")
     if not choices:
         reply.status, reply.error = ERROR, "response has no choices"
         return reply
-    message = choices[0].get("message") or {}
-    reply.text = message.get("content") or ""
-    reply.reasoning = message.get("reasoning_content") or message.get("reasoning") or ""
-    reply.tool_calls = [_tool_call(c) for c in message.get("tool_calls") or []]
-    reply.finish_reason = choices[0].get("finish_reason")
+    message = shapes.obj(choices[0].get("message"), "choices[0].message")
+    reply.text = shapes.text(message.get("content"), "choices[0].message.content")
+    reply.reasoning = _reasoning(message, "choices[0].message")
+    reply.tool_calls = [_tool_call(c, f"choices[0].message.tool_calls[{i}]") for i, c in
+                        enumerate(shapes.objects(message.get("tool_calls"),
+                                                 "choices[0].message.tool_calls"))]
+    reply.finish_reason = shapes.optional_text(choices[0].get("finish_reason"),
+                                               "choices[0].finish_reason")
     _apply_usage(reply, payload.get("usage"))
     return reply
 
@@ -86,22 +101,24 @@ class StreamAssembler:
             return
         try:
             event = json.loads(data)
-        except ValueError:
-            self.reply.status, self.reply.error = ERROR, f"bad SSE data: {data[:80]!r}"
-            return
+        except ValueError:  # also a UnicodeDecodeError
+            raise BadReply(f"SSE data is not JSON: {data[:80]!r}") from None
+        event = shapes.required_obj(event, "SSE event")
         if "error" in event:
             self.reply.status, self.reply.error = ERROR, str(event["error"])[:300]
             return
         _apply_usage(self.reply, event.get("usage"))
-        for choice in event.get("choices") or []:
-            self._delta(choice.get("delta") or {}, received_s)
-            if choice.get("finish_reason"):
-                self.reply.finish_reason = choice["finish_reason"]
+        for i, choice in enumerate(shapes.objects(event.get("choices"), "SSE choices")):
+            self._delta(shapes.obj(choice.get("delta"), f"SSE choices[{i}].delta"), received_s)
+            finish = shapes.optional_text(choice.get("finish_reason"),
+                                          f"SSE choices[{i}].finish_reason")
+            if finish:
+                self.reply.finish_reason = finish
 
     def _delta(self, delta: dict[str, Any], received_s: float) -> None:
-        text = delta.get("content") or ""
-        reasoning = delta.get("reasoning_content") or delta.get("reasoning") or ""
-        calls = delta.get("tool_calls") or []
+        text = shapes.text(delta.get("content"), "SSE delta.content")
+        reasoning = _reasoning(delta, "SSE delta")
+        calls = shapes.objects(delta.get("tool_calls"), "SSE delta.tool_calls")
         if not (text or reasoning or calls):
             return  # a role-only or empty chunk is not generated content
         reply = self.reply
@@ -111,12 +128,13 @@ class StreamAssembler:
         reply.text += text
         reply.reasoning += reasoning
         for call in calls:
-            slot = self._calls.setdefault(call.get("index", 0), {"id": None, "name": "",
-                                                                  "arguments": ""})
-            fn = call.get("function") or {}
-            slot["id"] = call.get("id") or slot["id"]
-            slot["name"] += fn.get("name") or ""
-            slot["arguments"] += fn.get("arguments") or ""
+            where = "SSE delta.tool_calls[]"
+            slot = self._calls.setdefault(shapes.index(call.get("index"), f"{where}.index"),
+                                          {"id": None, "name": "", "arguments": ""})
+            part = _tool_call(call, where)
+            slot["id"] = part["id"] or slot["id"]
+            slot["name"] += part["name"] or ""
+            slot["arguments"] += part["arguments"]
 
     def finish(self) -> Reply:
         if self.buffer.strip():

@@ -14,8 +14,9 @@ import time
 from typing import Any
 from urllib.parse import urlsplit
 
-from runners.backends import openai_chat
+from runners.backends import cancel, openai_chat
 from runners.backends.reply import ERROR, THROTTLED, TIMEOUT, Ask, BackendClient, Reply
+from runners.backends.shapes import BadReply
 
 READ_SIZE = 65536
 
@@ -33,12 +34,13 @@ class ConnectionPool:
         self.timeout_s = timeout_s
         self.idle: queue.LifoQueue[http.client.HTTPConnection] = queue.LifoQueue()
 
-    def get(self) -> http.client.HTTPConnection:
+    def get(self, connect_timeout_s: float | None = None) -> http.client.HTTPConnection:
         try:
             return self.idle.get_nowait()
         except queue.Empty:
             cls = http.client.HTTPSConnection if self.https else http.client.HTTPConnection
-            conn = cls(self.host, self.port, timeout=self.timeout_s)
+            conn = cls(self.host, self.port, timeout=min(connect_timeout_s or self.timeout_s,
+                                                         self.timeout_s))
             conn.connect()
             # Small SSE writes must not wait for Nagle on our side either.
             conn.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
@@ -56,6 +58,48 @@ class ConnectionPool:
     def close(self) -> None:
         while not self.idle.empty():
             self.idle.get_nowait().close()
+
+
+class _DeadlinePassed(Exception):
+    """The whole-request deadline passed between two reads."""
+
+
+class _Deadline:
+    """The whole request's deadline, applied as the socket timeout before every read: a
+    server that trickles a byte at a time cannot stretch a request past it."""
+
+    def __init__(self, total_s: float, read_timeout_s: float):
+        self.total_s, self.read_timeout_s = total_s, read_timeout_s
+        self.end_s = time.perf_counter() + total_s
+
+    def passed(self) -> bool:
+        return time.perf_counter() >= self.end_s
+
+    def arm(self, conn: http.client.HTTPConnection) -> None:
+        left = self.end_s - time.perf_counter()
+        if left <= 0:
+            raise _DeadlinePassed()
+        if conn.sock is not None:
+            conn.sock.settimeout(min(left, self.read_timeout_s))
+
+
+def _read_all(resp: http.client.HTTPResponse, deadline: _Deadline,
+              conn: http.client.HTTPConnection) -> bytes:
+    """The rest of the body, one read at a time so the deadline holds for each."""
+    parts = []
+    while True:
+        deadline.arm(conn)
+        part = resp.read1(READ_SIZE)
+        if not part:
+            resp.read()  # b"" at the end, and it marks the response finished for reuse
+            return b"".join(parts)
+        parts.append(part)
+
+
+def _shut(conn: http.client.HTTPConnection) -> None:
+    """Wake a read blocked on `conn` in another thread: shutdown, unlike close, does."""
+    if conn.sock is not None:
+        conn.sock.shutdown(socket.SHUT_RDWR)
 
 
 class OpenAIHTTPClient(BackendClient):
@@ -90,54 +134,73 @@ class OpenAIHTTPClient(BackendClient):
         except ValueError:
             return resp.status, None
 
-    def chat(self, ask: Ask, intended_s: float | None = None) -> Reply:
+    def _exchange(self, ask: Ask, reply: Reply) -> None:
         body = json.dumps(openai_chat.request_body(ask, self.model, self.force_fields,
                                                    self.tool_fields)).encode()
-        reply = Reply(intended_s=intended_s)
+        deadline = _Deadline(ask.whole_deadline_s(), self.pool.timeout_s)
         try:
-            conn = self.pool.get()
+            conn = self.pool.get(deadline.total_s)  # a host that is gone costs the deadline
+        except TimeoutError:
+            reply.status = TIMEOUT
+            reply.error = f"connect: no connection within the {deadline.total_s:g} s deadline"
+            return
         except OSError as exc:
             reply.status, reply.error = ERROR, f"connect: {exc}"
-            return reply
+            return
         keep = False
         try:
-            reply.send_s = time.perf_counter()
-            conn.request("POST", self.pool.path + "/v1/chat/completions", body, self.headers)
-            resp = conn.getresponse()
-            reply.http_status = resp.status
-            if resp.status != 200:
-                detail = resp.read()[:300].decode("utf-8", "replace")
-                reply.last_s = time.perf_counter()
-                reply.status = THROTTLED if resp.status == 429 else ERROR
-                reply.error = f"HTTP {resp.status}: {detail}"
-                keep = not resp.will_close
-            elif ask.stream:
-                keep = self._read_stream(resp, reply)
-            else:
-                payload = json.loads(resp.read())
-                reply.last_s = time.perf_counter()
-                # A whole reply arrives at once: its first content is its last byte.
-                reply.first_s = reply.last_s
-                reply.chunk_s = [reply.last_s]
-                openai_chat.parse_completion(reply, payload)
-                keep = not resp.will_close
+            with cancel.in_flight(lambda: _shut(conn)):
+                reply.send_s = time.perf_counter()
+                deadline.arm(conn)
+                conn.request("POST", self.pool.path + "/v1/chat/completions", body,
+                             self.headers)
+                deadline.arm(conn)
+                resp = conn.getresponse()
+                reply.http_status = resp.status
+                if resp.status != 200:
+                    detail = _read_all(resp, deadline, conn)[:300].decode("utf-8", "replace")
+                    reply.last_s = time.perf_counter()
+                    reply.status = THROTTLED if resp.status == 429 else ERROR
+                    reply.error = f"HTTP {resp.status}: {detail}"
+                    keep = not resp.will_close
+                elif ask.stream:
+                    keep = self._read_stream(resp, reply, deadline, conn)
+                else:
+                    data = _read_all(resp, deadline, conn)
+                    reply.last_s = time.perf_counter()
+                    # A whole reply arrives at once: its first content is its last byte.
+                    reply.first_s = reply.last_s
+                    reply.chunk_s = [reply.last_s]
+                    try:
+                        payload = json.loads(data)
+                    except ValueError:
+                        raise BadReply(f"response body is not JSON: {data[:80]!r}") from None
+                    openai_chat.parse_completion(reply, payload)
+                    keep = not resp.will_close
+        except _DeadlinePassed:
+            reply.status = TIMEOUT
+            reply.error = f"no complete reply within the {deadline.total_s:g} s request deadline"
         except (socket.timeout, TimeoutError):
-            reply.status, reply.error = TIMEOUT, f"no response within {self.pool.timeout_s:g} s"
-        except (OSError, http.client.HTTPException, ValueError) as exc:
+            reply.status = TIMEOUT
+            reply.error = (f"no complete reply within the {deadline.total_s:g} s request "
+                           "deadline" if deadline.passed() else
+                           f"no response within {self.pool.timeout_s:g} s")
+        except (OSError, http.client.HTTPException) as exc:
             reply.status, reply.error = ERROR, f"{type(exc).__name__}: {exc}"
         finally:
             if reply.last_s is None:
                 reply.last_s = time.perf_counter()
-            if keep:
+            if keep and not cancel.cancelled():  # only a reply read to its end
                 self.pool.put(conn)
             else:
                 conn.close()
-        return reply
 
     @staticmethod
-    def _read_stream(resp: http.client.HTTPResponse, reply: Reply) -> bool:
+    def _read_stream(resp: http.client.HTTPResponse, reply: Reply, deadline: "_Deadline",
+                     conn: http.client.HTTPConnection) -> bool:
         assembler = openai_chat.StreamAssembler(reply)
         while not assembler.done:
+            deadline.arm(conn)
             try:
                 data = resp.read1(READ_SIZE)
             except http.client.IncompleteRead:
@@ -152,7 +215,7 @@ class OpenAIHTTPClient(BackendClient):
             reply.error = f"stream ended before [DONE] after {len(reply.chunk_s)} chunks"
             return False
         # Drain the terminating chunk so the connection can be reused.
-        resp.read()
+        _read_all(resp, deadline, conn)
         return reply.ok and not resp.will_close
 
     def prepare(self, concurrency: int) -> None:

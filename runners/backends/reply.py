@@ -10,10 +10,24 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from runners.backends import cancel
+from runners.backends.shapes import BadReply
+
 # perf_counter has no epoch; this offset maps it onto wall-clock time once per process.
 WALL_OFFSET_S = time.time() - time.perf_counter()
 
 OK, ERROR, THROTTLED, TIMEOUT, DEGENERATE = "ok", "error", "throttled", "timeout", "degenerate"
+
+# Without an experiment's `benchmark.request_deadline_s`, a whole request (connect to last
+# byte) may take this fixed allowance for queueing and prefill plus its max_tokens at the
+# floor rate; a server slower than that is not one worth measuring, and one that trickles
+# or never answers must not hold a phase for hours.
+DEADLINE_BASE_S = 60.0
+DEADLINE_FLOOR_TOKENS_PER_S = 2.0
+
+
+def default_deadline_s(max_tokens: int) -> float:
+    return DEADLINE_BASE_S + max_tokens / DEADLINE_FLOOR_TOKENS_PER_S
 
 
 @dataclass
@@ -26,6 +40,11 @@ class Ask:
     stream: bool = False
     force_tokens: bool = False  # generate exactly max_tokens (ignore_eos where the engine has it)
     tools: list[dict[str, Any]] | None = None  # OpenAI "tools" list
+    deadline_s: float | None = None  # whole request; None = default_deadline_s(max_tokens)
+
+    def whole_deadline_s(self) -> float:
+        return self.deadline_s if self.deadline_s is not None else \
+            default_deadline_s(self.max_tokens)
 
 
 @dataclass
@@ -74,12 +93,35 @@ class Reply:
 
 
 class BackendClient:
-    """Common surface: `chat(ask) -> Reply`; never raises for a failed request."""
+    """Common surface: `chat(ask) -> Reply`, which never raises on any reply.
+
+    Subclasses implement `_exchange(ask, reply)`, which fills `reply` and may raise: a
+    `BadReply` (a reply of the wrong shape) becomes an error with its reason, anything
+    else an error naming the exception. A cancelled run sends nothing more.
+    """
 
     supports_tools = False
     name = "backend"
 
-    def chat(self, ask: Ask, intended_s: float | None = None) -> Reply:  # pragma: no cover
+    def chat(self, ask: Ask, intended_s: float | None = None) -> Reply:
+        reply = Reply(intended_s=intended_s)
+        reply.send_s = time.perf_counter()
+        if cancel.cancelled():
+            reply.status, reply.error = ERROR, f"{cancel.reason()} (not sent)"
+        else:
+            try:
+                self._exchange(ask, reply)
+            except BadReply as exc:
+                reply.status, reply.error = ERROR, f"bad reply: {exc}"[:300]
+            except Exception as exc:  # never raise: the phase records and goes on
+                reply.status, reply.error = ERROR, f"{type(exc).__name__}: {exc}"[:300]
+            if cancel.cancelled() and not reply.ok:
+                reply.error = f"{cancel.reason()} ({reply.error})"[:300]
+        if reply.last_s is None:
+            reply.last_s = time.perf_counter()
+        return reply
+
+    def _exchange(self, ask: Ask, reply: Reply) -> None:  # pragma: no cover
         raise NotImplementedError
 
     def prepare(self, concurrency: int) -> None:

@@ -19,6 +19,7 @@ from runners.measure import stats
 from runners.measure import toolcall_check
 from runners.measure.recorder import Recorder
 from runners.run_context import Run
+from runners.telemetry import prometheus
 
 FORCED_PROMPT = "Write a long story about a lighthouse keeper and the sea."
 TOOLCALL_MAX_TURNS = 4
@@ -194,7 +195,8 @@ def load(run: Run, rec: Recorder) -> dict[str, Any]:
     with ThreadPoolExecutor(max_workers=max(plan.concurrency)) as pool:
         for i, concurrency in enumerate(plan.concurrency):
             progress.emit("load", f"concurrency {concurrency}", i, len(plan.concurrency))
-            levels.append(load_level(rec, ask, concurrency, plan.load_batches, pool))
+            with prometheus.level_window(rec.client, levels):  # window, server figures
+                levels.append(load_level(rec, ask, concurrency, plan.load_batches, pool))
     return {"tokens": plan.load_tokens, "levels": levels}
 
 

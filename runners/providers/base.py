@@ -52,3 +52,10 @@ class Provider(abc.ABC):
     def teardown(self, placement: dict[str, Any]) -> dict[str, Any]:
         """Delete what bills. Safe to call twice and on a half-made placement; returns
         {"state": "deleted"|"retry-later", ...}; "retry-later" must be retried, not dropped."""
+
+    def collect_telemetry(self, placement: dict[str, Any], start_s: float,
+                          end_s: float) -> dict[str, Any]:
+        """What the backend recorded about the run between `start_s` and `end_s` (epoch
+        seconds): {"files": {name: bytes}, "missing": {name: why}, "location": where}.
+        Called after teardown; never raises for a source that cannot be read."""
+        return {"files": {}, "missing": {}, "location": None}

@@ -16,7 +16,6 @@ import ctypes
 import importlib
 import importlib.metadata
 import os
-import re
 import signal
 import socket
 import subprocess
@@ -29,6 +28,7 @@ from typing import Any
 from runners.backends.openai_http import OpenAIHTTPClient
 from runners.providers import local_host
 from runners.providers.base import Provider, ProvisionError
+from runners.telemetry import engine_log
 
 HOST = "127.0.0.1"
 ENGINE_MODULE = "llama_cpp.server"
@@ -46,12 +46,6 @@ TOOL_CHAT_FORMATS = ("chatml-function-calling",)
 TOOL_FIELDS = {"tool_choice": "auto"}
 # Startup lines of llama.cpp (print_info, llama_context, llama_kv_cache) in the version
 # llama-cpp-python 0.3.36 bundles; the server prints them with --verbose True.
-_FACT_LINES = {
-    "n_ctx_train": re.compile(r"^print_info: n_ctx_train\s+=\s+(\d+)", re.M),
-    "n_ctx": re.compile(r"^llama_context: n_ctx\s+=\s+(\d+)", re.M),
-    "kv_cache_cells": re.compile(r"^llama_kv_cache: size =.*?\(\s*(\d+) cells", re.M),
-    "kv_cache_mib": re.compile(r"^llama_kv_cache: size =\s+([\d.]+) MiB", re.M),
-}
 STOP_WAIT_S = 10.0
 
 
@@ -83,11 +77,13 @@ def model_file(package: str) -> Path:
 
 
 def engine_facts(log_text: str) -> dict[str, float | int | None]:
-    """What llama.cpp printed at startup: the model's trained context, the context the
-    server was given, and the KV cache it allocated for it (one sequence)."""
-    found = {name: rx.search(log_text) for name, rx in _FACT_LINES.items()}
-    return {name: None if m is None else (float(m[1]) if "." in m[1] else int(m[1]))
-            for name, m in found.items()}
+    """What llama.cpp printed at startup (read by runners/telemetry/engine_log.py, whose
+    formats come from its source): the model's trained context, the context the server was
+    given, and the KV cache it allocated for it (one sequence)."""
+    facts = engine_log.parse(log_text.splitlines(), "local engine log")
+    return {"n_ctx_train": facts.get("n_ctx_train"), "n_ctx": facts.get("n_ctx"),
+            "kv_cache_cells": facts.get("kv_cache_tokens"),
+            "kv_cache_mib": facts.get("kv_cache_mib")}
 
 
 def default_threads(cpu_count: int | None) -> tuple[int, int]:
@@ -204,6 +200,20 @@ class LocalProvider(Provider):
         return OpenAIHTTPClient(placement["base_url"], self.experiment.model.served_name,
                                 supports_tools=tools, force_fields=force,
                                 tool_fields=TOOL_FIELDS if tools else None)
+
+    def collect_telemetry(self, placement: dict[str, Any], start_s: float,
+                          end_s: float) -> dict[str, Any]:
+        """The engine's log (llama.cpp's startup lines, uvicorn's access lines), kept with
+        the run: the temp file it was written to does not outlive the machine."""
+        path = (placement or {}).get("log")
+        if not path:
+            return {"files": {}, "missing": {"engine.log": "no engine was started"},
+                    "location": None}
+        try:
+            return {"files": {"engine.log": Path(path).read_bytes()}, "missing": {},
+                    "location": path}
+        except OSError as exc:
+            return {"files": {}, "missing": {"engine.log": f"{path}: {exc}"}, "location": path}
 
     def teardown(self, placement: dict[str, Any]) -> dict[str, Any]:
         pid = (placement or {}).get("pid")

@@ -3,6 +3,6 @@
 the interval arithmetic (intervals), summary checks (validate), grouping of repeated runs
 (groups) and the answer-by-answer A/B (ab) they use.
 
-May import: run_context, hardware, cost and the standard library. Never providers,
-workflow or the CLI.
+May import: run_context, hardware, cost, telemetry (the parsers) and the standard library.
+Never providers, workflow or the CLI.
 """

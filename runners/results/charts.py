@@ -12,6 +12,8 @@ from __future__ import annotations
 import io
 from typing import Any, Callable
 
+from runners.results import engine_section
+
 NO_MATPLOTLIB = ("Charts skipped: matplotlib is not installed (it is an optional extra of the "
                  "local CLI: pip install -r requirements-local.txt).")
 BAR_COLOURS = ("#4c72b0", "#dd8452", "#55a868")
@@ -143,9 +145,15 @@ def run_charts(summary: dict[str, Any], files: dict[str, Any]) -> tuple[dict[str
         return {}, NO_MATPLOTLIB
     drawn = {"decode_rate.png": _decode_chart(plt, summary, files),
              "throughput.png": _throughput_chart(plt, summary),
-             "latency.png": _latency_chart(plt, summary)}
+             "latency.png": _latency_chart(plt, summary),
+             "device_utilization.png": _device_chart(plt, summary, files)}
     pngs = {name: png for name, png in drawn.items() if png}
     return pngs, f"{len(pngs)} chart(s) drawn with matplotlib."
+
+
+def _device_chart(plt, summary: dict[str, Any], files: dict[str, Any]) -> bytes | None:
+    fig = engine_section.device_figure(plt, summary, files)
+    return _png(plt, fig) if fig is not None else None
 
 
 # ---------------------------------------------------------------- compare

@@ -55,6 +55,11 @@ def load_summary(path: Path) -> dict[str, Any]:
         summary = json.loads(path.read_text(encoding="utf-8"))
     except json.JSONDecodeError as exc:
         raise CompareError(f"{path}: not valid JSON: {exc}") from None
+    except UnicodeDecodeError as exc:
+        raise CompareError(f"{path}: not UTF-8 text (byte {exc.object[exc.start]:#04x} at "
+                           f"offset {exc.start})") from None
+    except OSError as exc:
+        raise CompareError(f"{path}: cannot read: {exc.strerror or exc}") from None
     if not isinstance(summary, dict) or summary.get("schema") != SUMMARY_SCHEMA:
         raise CompareError(f"{path}: schema: must be {SUMMARY_SCHEMA!r}")
     for key in ("run_id", "experiment", "backend"):
@@ -210,6 +215,7 @@ def row(summary: dict[str, Any], path: Path) -> dict[str, Any]:
         "roofline_ceiling_tokens_per_s": ceiling, "roofline_share": share,
         "weights_gib": weights, "weights_from": weights_from,
         "kv_cache_tokens": (summary.get("memory") or {}).get("kv_cache_tokens"),
+        "load_s": (summary.get("memory") or {}).get("load_s"),
         "usd_per_hour": cost.get("usd_per_hour"),
         "usd_per_million_one_request": per_million.get("one_request"),
         "usd_per_million_highest": per_million.get("highest_concurrency"),
@@ -423,9 +429,10 @@ def markdown(rows: list[dict[str, Any]], baseline: dict[str, Any] | None,
           _times(r["x_decode"]), _times(r["x_usd_one_request"]),
           _times(r["x_usd_highest"])] for i, r in enumerate(rows)])
     memory = _table(
-        ["Backend", "Weights", "KV cache", "$/hour", "Break-even vs Bedrock"],
+        ["Backend", "Weights", "KV cache", "Model load", "$/hour", "Break-even vs Bedrock"],
         [[r["label"], _num(r["weights_gib"], 2, " GiB"),
-          _num(r["kv_cache_tokens"], 0, " tokens"), _num(r["usd_per_hour"], 4),
+          _num(r["kv_cache_tokens"], 0, " tokens"), _num(r["load_s"], 1, " s"),
+          _num(r["usd_per_hour"], 4),
           _num(r["break_even_tokens_per_s"], 0, " tok/s")] for r in rows])
     billable = _table(
         ["Backend", "Run", "Billable minutes", "Cost of the run", "Prices"],
@@ -462,7 +469,7 @@ def markdown(rows: list[dict[str, Any]], baseline: dict[str, Any] | None,
 CSV_FIELDS = (
     "run_id", "experiment", "backend", "label", "precision", "bandwidth_gb_per_s",
     "decode_tokens_per_s", "roofline_ceiling_tokens_per_s", "roofline_share", "weights_gib",
-    "weights_from", "kv_cache_tokens", "usd_per_hour", "usd_per_million_one_request",
+    "weights_from", "kv_cache_tokens", "load_s", "usd_per_hour", "usd_per_million_one_request",
     "usd_per_million_highest", "highest_concurrency", "bedrock_usd_per_million_with_input",
     "toolcalls", "quality",
     "billable_minutes", "billable_usd", "billable_final", "break_even_tokens_per_s",
@@ -511,11 +518,17 @@ def compare(run_dirs: Iterable[str | Path], baseline: str | None = None,
         with_ratios(rows, base)
         with_ratios(runs, base)  # compare.csv keeps one line per run
     out = Path(out_dir)
+    if out.exists() and not out.is_dir():
+        raise CompareError(f"{out}: --out names a file; give an output folder")
     targets = {"markdown": out / "compare.md", "csv": out / "compare.csv"}
     existing = [str(p) for p in targets.values() if p.exists()]
     if existing:
         raise CompareError(f"{existing[0]}: exists; give another output folder")
-    out.mkdir(parents=True, exist_ok=True)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise CompareError(f"{out}: cannot make the output folder: "
+                           f"{exc.strerror or exc}") from None
     text = markdown(rows, base, apart, runs, base and baseline_run(base, baseline))
     targets["markdown"].write_text(text, encoding="utf-8")
     targets["csv"].write_text(csv_text(runs + apart), encoding="utf-8")

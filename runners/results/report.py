@@ -11,7 +11,7 @@ import json
 import statistics
 from typing import Any, Callable
 
-from runners.results import charts, engine_local_section, html, intervals
+from runners.results import charts, engine_local_section, engine_section, html, intervals
 from runners.results.store import KeyExists, ResultsStore, latest_attempt_key
 from runners.run_context import utc_now
 
@@ -167,8 +167,7 @@ def build_summary(files: dict[str, Any]) -> dict[str, Any]:
                      "filter_ok": toolcall.get("filter_ok", 0)},
         "degenerate_responses": sum((files.get(p) or {}).get("degenerate_responses", 0)
                                     for p in MEASURING),
-        "memory": {k: (placement.get("memory") or {}).get(k)
-                   for k in ("weights_gib", "kv_cache_tokens")},
+        **engine_section.summary_fields(files, placement),  # memory, telemetry: with sources
         "host": engine_local_section.host(placement),
         "cost": files.get("cost") or {},
         "phases": {name: phase_outcome(name, files.get(name)) for name in PHASE_FILES},
@@ -365,7 +364,8 @@ def quality_section(s: dict[str, Any], files: dict[str, Any]) -> list[str]:
 # whatever these produce, so a new section needs nothing else.
 SECTIONS: list[Callable[[dict[str, Any], dict[str, Any]], list[str]]] = [
     header_section, summary_section, speeds_section, load_section,
-    engine_local_section.lines, cost_section, phases_section, quality_section,
+    engine_local_section.lines, engine_section.lines, cost_section, phases_section,
+    quality_section,
 ]
 
 
@@ -420,6 +420,7 @@ def read_files(store: ResultsStore, prefix: str) -> dict[str, Any]:
     files["stream_requests"] = [json.loads(line) for line in store.get_bytes(stream_key)
                                 .decode().splitlines() if line.strip()] \
         if stream_key in keys else []
+    files["telemetry"] = engine_section.read_telemetry(store, prefix, keys)
     return files
 
 

@@ -9,12 +9,21 @@ from __future__ import annotations
 import abc
 import json
 import os
+import tempfile
 from pathlib import Path
-from typing import Any
+from typing import IO, Any, Callable
 
 
 class KeyExists(FileExistsError):
     """The key is already written; results are never overwritten."""
+
+
+class CorruptFile(ValueError):
+    """A stored file that does not parse; the message names it."""
+
+
+class StoreUnusable(RuntimeError):
+    """The store cannot write and read back a key: nothing should start."""
 
 
 class ResultsStore(abc.ABC):
@@ -37,6 +46,11 @@ class ResultsStore(abc.ABC):
     @abc.abstractmethod
     def uri(self, key: str = "") -> str: ...
 
+    def open_lines(self, key: str) -> "LineWriter":
+        """A new JSON-lines key written as lines come. This default keeps them until
+        `close` (S3 has no append); LocalStore writes each line through at once."""
+        return BufferedLines(self, key)
+
     def put_json(self, key: str, obj: Any) -> str:
         return self.put_bytes(key, (json.dumps(obj, indent=2, sort_keys=False) + "\n").encode(),
                               "application/json")
@@ -45,7 +59,11 @@ class ResultsStore(abc.ABC):
         return self.put_bytes(key, text.encode(), content_type)
 
     def get_json(self, key: str) -> Any:
-        return json.loads(self.get_bytes(key))
+        data = self.get_bytes(key)
+        try:
+            return json.loads(data)
+        except ValueError as exc:  # not JSON, or not UTF-8 text
+            raise CorruptFile(f"{self.uri(key)}: not valid JSON: {exc}") from None
 
     def get_json_or_none(self, key: str) -> Any:
         try:
@@ -67,6 +85,66 @@ class ResultsStore(abc.ABC):
             except KeyExists:
                 attempt += 1
 
+
+
+class LineWriter(abc.ABC):
+    @abc.abstractmethod
+    def write(self, line: str) -> None:
+        """Add one line (without its newline)."""
+
+    @abc.abstractmethod
+    def close(self) -> None: ...
+
+
+class BufferedLines(LineWriter):
+    def __init__(self, store: ResultsStore, key: str):
+        self.store, self.key, self.lines = store, key, []
+
+    def write(self, line: str) -> None:
+        self.lines.append(line)
+
+    def close(self) -> None:
+        if self.lines:
+            self.store.put_text(self.key, "\n".join(self.lines) + "\n", "application/x-ndjson")
+            self.lines = []
+
+
+class _FileLines(LineWriter):
+    """Created at the first line (a phase that sent nothing leaves no file), flushed per
+    line: a killed run keeps every record written before the kill."""
+
+    def __init__(self, store: "LocalStore", key: str):
+        self.store, self.key = store, key
+        self.fh: IO[str] | None = None
+
+    def write(self, line: str) -> None:
+        if self.fh is None:
+            path = self.store._path(self.key)
+            path.parent.mkdir(parents=True, exist_ok=True)
+            try:
+                self.fh = open(path, "x", encoding="utf-8")
+            except FileExistsError:
+                raise KeyExists(f"{path}: already written; results are never overwritten") \
+                    from None
+        self.fh.write(line + "\n")
+        self.fh.flush()
+
+    def close(self) -> None:
+        if self.fh is not None:
+            self.fh.close()
+
+
+def probe(store: ResultsStore, key: str) -> None:
+    """Write `key` and read it back before anything is placed; StoreUnusable says why."""
+    data = b'{"probe": "the store takes writes and gives them back"}\n'
+    try:
+        store.put_bytes(key, data, "application/json")
+        back = store.get_bytes(key)
+    except Exception as exc:  # S3 raises many unrelated classes: each is a reason to stop
+        raise StoreUnusable(f"{store.uri()}: cannot write and read back {key}: "
+                            f"{type(exc).__name__}: {exc}") from None
+    if back != data:
+        raise StoreUnusable(f"{store.uri()}: {key} read back differs from what was written")
 
 
 def attempt_key(stem: str, attempt: int) -> str:
@@ -109,6 +187,9 @@ class LocalStore(ResultsStore):
     def exists(self, key):
         return self._path(key).exists()
 
+    def open_lines(self, key):
+        return _FileLines(self, key)
+
     def list(self, prefix):
         base = self._path(prefix) if prefix else self.root.resolve()
         if not base.is_dir():
@@ -125,7 +206,11 @@ class S3Store(ResultsStore):
         import boto3  # only the S3 store needs it
 
         self.bucket, self.prefix = bucket, prefix.strip("/")
-        self.s3 = client or boto3.client("s3")
+        try:
+            self.s3 = client or boto3.client("s3")
+        except Exception as exc:  # a broken profile or config: no client to try with
+            raise StoreUnusable(f"{self.uri()}: cannot open an S3 client: "
+                                f"{type(exc).__name__}: {exc}") from None
 
     def _key(self, key: str) -> str:
         return f"{self.prefix}/{key}" if self.prefix else key
@@ -170,6 +255,117 @@ class S3Store(ResultsStore):
 
     def uri(self, key=""):
         return f"s3://{self.bucket}/{self._key(key)}"
+
+
+class FallbackStore(ResultsStore):
+    """The run's store, and a local folder it falls back to when the store fails mid-run.
+
+    Everything written is kept in memory too (phase JSON and request records: small), so
+    on the first failure it is written again into the local folder, which then holds the
+    whole run and takes the rest of it, report included. `notify` gets one line saying so.
+    """
+
+    def __init__(self, primary: ResultsStore, fallback_root: str | Path,
+                 notify: Callable[[str], None]):
+        self.primary, self.active = primary, primary
+        self.fallback_root, self.notify = Path(fallback_root), notify
+        self.failure: str | None = None
+        self._written: dict[str, tuple[bytes, str]] = {}
+        self._writers: list[_FallbackLines] = []
+
+    @property
+    def fell_back(self) -> bool:
+        return self.active is not self.primary
+
+    def _switch(self, exc: Exception) -> None:
+        if self.fell_back:
+            raise exc  # the local folder failed too: nothing better to do than say so
+        self.failure = f"{type(exc).__name__}: {exc}".splitlines()[0][:300]
+        local = LocalStore(self.fallback_root)
+        for key, (data, content_type) in self._written.items():
+            try:
+                local.put_bytes(key, data, content_type)
+            except KeyExists:
+                pass
+        self.active = local
+        for writer in self._writers:
+            writer.move_to(local)
+        self.notify(f"store {self.primary.uri()} failed ({self.failure}); the run goes on "
+                    f"in {local.uri()}")
+
+    def _call(self, method: str, *args):
+        try:
+            return getattr(self.active, method)(*args)
+        except (KeyExists, FileNotFoundError):
+            raise
+        except Exception as exc:
+            self._switch(exc)
+            return getattr(self.active, method)(*args)
+
+    def put_bytes(self, key, data, content_type="application/octet-stream"):
+        where = self._call("put_bytes", key, data, content_type)
+        self._written[key] = (data, content_type)
+        return where
+
+    def get_bytes(self, key):
+        return self._call("get_bytes", key)
+
+    def exists(self, key):
+        return self._call("exists", key)
+
+    def list(self, prefix):
+        return self._call("list", prefix)
+
+    def uri(self, key=""):
+        return self.active.uri(key)
+
+    def open_lines(self, key):
+        writer = _FallbackLines(self, key)
+        self._writers.append(writer)
+        return writer
+
+
+class _FallbackLines(LineWriter):
+    def __init__(self, store: FallbackStore, key: str):
+        self.store, self.key, self.lines = store, key, []
+        self.inner = store.active.open_lines(key)
+
+    def move_to(self, local: ResultsStore) -> None:
+        self.inner = local.open_lines(self.key)
+        for line in self.lines:
+            self.inner.write(line)
+
+    def write(self, line: str) -> None:
+        self.lines.append(line)
+        try:
+            self.inner.write(line)
+        except KeyExists:
+            raise
+        except Exception as exc:
+            self.store._switch(exc)  # move_to replays every line, this one included
+
+    def close(self) -> None:
+        try:
+            self.inner.close()
+        except KeyExists:
+            raise
+        except Exception as exc:
+            self.store._switch(exc)
+            self.inner.close()
+        self.store._written[self.key] = (
+            "".join(f"{line}\n" for line in self.lines).encode(), "application/x-ndjson")
+        self.store._writers.remove(self)
+
+
+def fallback_root() -> Path:
+    """Where a failing store's run goes on: ./benchstack-fallback, or the temp folder when
+    the current folder takes no writes."""
+    here = Path.cwd() / "benchstack-fallback"
+    try:
+        here.mkdir(exist_ok=True)
+        return here
+    except OSError:
+        return Path(tempfile.gettempdir()) / "benchstack-fallback"
 
 
 def open_store(location: str | os.PathLike) -> ResultsStore:

@@ -6,6 +6,9 @@ Rules, in order, for each tagged resource:
 0. owned by a CloudFormation stack (aws:cloudformation:*) -> kept, flagged: the stack owns it
 1. already deleting (Deleting, deleted fleet)            -> kept, left alone
 2. expires-at missing or unreadable                      -> kept, flagged for a person
+   expires-at more than MAX_TTL_HOURS after creation      -> flagged, never trusted: judged
+      (or after now, when the creation time is unknown)      by creation + MAX_TTL_HOURS,
+                                                             kept when that is unknown
 3. expired, or its execution ended                       -> delete
    otherwise (not expired, run live or unknown)          -> kept
 4. to delete but Creating/Updating (refuses deletion)    -> deferred, alerted, next sweep
@@ -22,7 +25,7 @@ import time
 import uuid
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 from typing import Iterable
 
 from runners import tags
@@ -63,20 +66,44 @@ def judge(resource: Resource, phase: str, now: datetime, run_status: RunStatus) 
         expiry = tags.parse_expires_at(raw)
     except ValueError as exc:
         return Verdict("kept", f"{exc}; a person must decide", True)
+    distrust = _untrusted_expiry(resource, expiry, now)
+    if distrust and resource.created_at is None:
+        return Verdict("kept", f"{distrust}; no creation time to judge by, a person must "
+                               "decide", True)
+    if distrust:
+        expiry = resource.created_at.astimezone(timezone.utc) + \
+            timedelta(hours=tags.MAX_TTL_HOURS)
     if now >= expiry:
         why = f"expired {hours_between(expiry, now):.2f} h ago"
     else:
         status = run_status(resource.tags)
         if status not in ENDED:
-            return Verdict("kept", f"expires in {hours_between(now, expiry):.2f} h; "
-                                   f"run {status or 'has no execution to check'}")
+            kept = (f"expires in {hours_between(now, expiry):.2f} h; "
+                    f"run {status or 'has no execution to check'}")
+            return Verdict("kept", f"{distrust}; judged by creation + "
+                                   f"{tags.MAX_TTL_HOURS:g} h: {kept}" if distrust else kept,
+                           bool(distrust))
         why = f"run ended: execution {status}"
+    if distrust:
+        why = f"{distrust}; judged by creation + {tags.MAX_TTL_HOURS:g} h: {why}"
     if phase == TRANSITIONAL:
         held = (f" for {hours_between(resource.created_at, now):.2f} h"
                 if resource.created_at else "")
         return Verdict("deferred", f"{why}; {resource.state}{held}, which refuses deletion; "
                                    "deleted by a later sweep", True)
-    return Verdict("delete", why)
+    return Verdict("delete", why, bool(distrust))
+
+
+def _untrusted_expiry(resource: Resource, expiry: datetime, now: datetime) -> str | None:
+    """Why `expiry` cannot have been written by benchstack, or None. Every run's expiry is
+    at most MAX_TTL_HOURS after the resource was created, hence after now too."""
+    since = resource.created_at.astimezone(timezone.utc) if resource.created_at else now
+    if hours_between(since, expiry) > tags.MAX_TTL_HOURS:
+        origin = "its creation" if resource.created_at else "now"
+        return (f"{tags.EXPIRES_AT} {expiry:%Y-%m-%dT%H:%M:%SZ} is "
+                f"{hours_between(since, expiry):.0f} h after {origin}, beyond the "
+                f"{tags.MAX_TTL_HOURS:g} h maximum TTL")
+    return None
 
 
 @dataclass
@@ -159,14 +186,14 @@ def _settle(kind, client, resource: Resource, now: datetime, run_status: RunStat
     if kind.follows_endpoints and resource.tags.get(tags.RUN_ID) in surviving_runs:
         return "kept", f"{verdict.reason}; an endpoint of its run still exists", False
     if dry_run:
-        return "would-delete", verdict.reason, False
+        return "would-delete", verdict.reason, verdict.attention
     if deadline is not None and time.monotonic() >= deadline:
         return "deferred", f"{verdict.reason}; sweep out of time, next sweep deletes it", True
     try:
         kind.delete(client, resource)
     except Exception as exc:  # noqa: BLE001 - refused here, retried by the next sweep
         return "refused", f"{verdict.reason}; delete failed: {_describe(exc)}", True
-    return "deleted", verdict.reason, False
+    return "deleted", verdict.reason, verdict.attention
 
 
 def new_sweep_id(now: datetime) -> str:

@@ -25,6 +25,7 @@ from runners.measure import phases as measure
 from runners.measure.recorder import Recorder
 from runners.providers.base import ProvisionError
 from runners.results import report
+from runners.workflow import telemetry_collect
 from runners.run_context import Run, utc_from_epoch, utc_now
 
 PHASES: tuple[str, ...] = (
@@ -155,7 +156,9 @@ def teardown(run: Run) -> tuple[dict[str, Any], dict[str, Any]]:
         if outcome.get("state") == "deleted" or time.monotonic() + POLL_INTERVAL_S > deadline:
             break
         time.sleep(POLL_INTERVAL_S)
+    telemetry = telemetry_collect.after_teardown(run, placement, outcome.get("state"))
     return {"state": outcome.get("state"), "attempts": attempts, "finished_at": utc_now(),
+            "telemetry": {"files": telemetry["files"], "missing": telemetry["missing"]},
             # what stopped a workflow run early, recorded with the run
             "workflow_error": run.context.get("workflow_error") or None}, {}
 
@@ -228,7 +231,12 @@ def run_phase(name: str, context: dict[str, Any], *,
         result = {"error": f"{type(exc).__name__}: {exc}",
                   "traceback": traceback.format_exc(limit=8), "finished_at": utc_now()}
         if name != "report":
-            key = _record(run, name, result)
+            try:
+                key = _record(run, name, result)
+            except Exception as again:  # the store failed too: say both, raise neither
+                result["error"] += f" (and its record was not written: {type(again).__name__}"\
+                                   f": {again})"
+                key = None
         return {"phase": name, "state": "failed", "key": key, "error": result["error"],
                 "updates": {}}
     result, updates = out

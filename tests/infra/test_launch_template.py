@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import dataclasses
 import json
 
@@ -26,9 +27,12 @@ def launch_templates(template: dict) -> dict[str, dict]:
 
 
 def user_data(data: dict) -> str:
-    """The boot script with CloudFormation references shown as <Ref>."""
+    """The boot script with CloudFormation references shown as <Ref>, followed by the
+    values file it decodes (the experiment's values travel base64-encoded)."""
     parts = data["UserData"]["Fn::Base64"]["Fn::Join"][1]
-    return "".join(p if isinstance(p, str) else f"<{p['Ref']}>" for p in parts)
+    script = "".join(p if isinstance(p, str) else f"<{p['Ref']}>" for p in parts)
+    line = next(l for l in script.splitlines() if l.startswith('base64 -d > "$VALUES" <<< '))
+    return script + "\n" + base64.b64decode(line.rsplit(" ", 1)[1]).decode()
 
 
 def parameter_default(template: dict, ref: dict) -> str:
@@ -92,13 +96,14 @@ def test_user_data_carries_the_device_policy(templates):
                   "Benchstack-Exp-e2b-neuron-trn1-us-west-2"):
         for props in launch_templates(templates[stack]).values():
             script = user_data(props["LaunchTemplateData"])
-            assert "-p 8080:8080" in script and "/dev/neuron*" in script
+            assert "\nPORT=8080\n" in script and "/dev/neuron*" in script
     # The cache bucket is the foundation's, read from its parameter at deploy time.
     template = templates["Benchstack-Exp-e2b-fp16-g5g-us-east-1"]
     bucket_ref = next(k for k, v in template["Parameters"].items()
                       if v.get("Default") == "/benchstack/foundation/cache-bucket")
     script = user_data(launch_templates(template)["g5g.2xlarge"]["LaunchTemplateData"])
-    assert f"CACHE_URI=s3://'<{bucket_ref}>'/engines/e2b-fp16-g5g" in script
+    assert f"printf 'CACHE_BUCKET=%q\\n' '<{bucket_ref}>' >>" in script
+    assert "\nCACHE_PREFIX=engines/e2b-fp16-g5g\n" in script
 
 
 @pytest.mark.parametrize("stack,exp", STACKS, ids=[s for s, _ in STACKS])

@@ -9,6 +9,7 @@ import pytest
 from benchmarks.loopback_server import Truth
 from runners.code_digest import runners_digest
 from runners.measure.recorder import Recorder
+from runners.results.store import LocalStore
 from runners.run_context import new_context
 from runners.workflow import driver
 from runners.workflow import phases
@@ -204,10 +205,12 @@ def test_negative_intercept_is_explained(tmp_path):
                          usage_source="server", send_s=0.0, last_s=n * (0.001 + n * 1e-5))
 
     class Plan:
-        decode_lengths, decode_repeats = (16, 512), 1
+        decode_lengths, decode_repeats, request_deadline_s = (16, 512), 1, None
 
     class FakeRun:
         plan = Plan()
+        store = LocalStore(tmp_path)
+        key = staticmethod(lambda name: name)
 
     rec = Recorder(FakeRun(), "decode", SlowingDown())
     result = measure.decode(FakeRun(), rec)

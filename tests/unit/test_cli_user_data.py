@@ -17,9 +17,13 @@ def test_prints_the_script_with_its_device_policy():
               "--cache-bucket", "my-cache")
     assert out.returncode == 0, out.stderr
     assert out.stdout.startswith("#!/bin/bash\n")
-    assert "instance_type=g5g.4xlarge" in out.stdout
-    assert "compute_dtype=float16" in out.stdout
-    assert "CACHE_URI=s3://my-cache/engines/e2b-fp16-g5g" in out.stdout
+    assert "printf 'CACHE_BUCKET=%q\\n' my-cache" in out.stdout
+    values = run("user-data", "e2b-fp16-g5g", "--instance-type", "g5g.4xlarge", "--values")
+    assert values.returncode == 0, values.stderr
+    assert values.stdout.startswith("DEVICE_POLICY='benchstack device policy: "
+                                    "instance_type=g5g.4xlarge ")
+    assert "compute_dtype=float16" in values.stdout
+    assert "CACHE_PREFIX=engines/e2b-fp16-g5g\n" in values.stdout
 
 
 def test_wrong_backend_or_type_is_one_line():

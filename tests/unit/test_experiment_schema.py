@@ -241,3 +241,37 @@ def _value(value) -> str:
     if isinstance(value, list):
         return "[" + ", ".join(_value(v) for v in value) + "]"
     return str(value).lower() if isinstance(value, bool) else str(value)
+
+
+@pytest.mark.parametrize("base,path,value", [
+    (EC2, "model.served_name", "g\nENGINE\ntouch /tmp/pwned"),
+    (EC2, "model.id", "google/gemma\r"),
+    (EC2, "ec2.engine_image", "vllm/vllm-openai:v0.30.0\x00"),
+    (EC2, "model.build", "fp16\x1b[31m"),
+    (EC2, "description", "two\nlines"),
+    (EC2, "ec2.instance_types", ["g5g.2xlarge\n"]),
+    (SAGEMAKER, "sagemaker.image_tag", "0.30.0\x85"),
+    (SAGEMAKER, "engine", {"tool_call_parser": "gemma4\t"}),
+    (SAGEMAKER, "engine", {"extra_flags": {"chat-template": "x\ny"}}),
+])
+def test_control_characters_are_refused_in_every_string(base, path, value):
+    err = error_of(with_(base, path, value))
+    assert "control character" in str(err) and "\n" not in str(err)
+
+
+@pytest.mark.parametrize("base,path,value", [
+    (SAGEMAKER, "ttl_hours", float("nan")),
+    (SAGEMAKER, "ttl_hours", float("inf")),
+    (SAGEMAKER, "engine", {"gpu_memory_utilization": float("nan")}),
+    (SAGEMAKER, "engine", {"extra_flags": {"swap-space": float("-inf")}}),
+])
+def test_non_finite_numbers_are_refused(base, path, value):
+    assert "not a finite number" in str(error_of(with_(base, path, value)))
+
+
+def test_nan_in_a_toml_file_is_one_line(tmp_path):
+    path = tmp_path / "nanny.toml"
+    path.write_text('name = "nanny"\nbackend = "local"\nttl_hours = nan\n[model]\nid = "x"\n'
+                    'served_name = "x"\nbuild = "x"\nprecision = "bf16"\n')
+    with pytest.raises(ExperimentError, match=r"nanny.toml: ttl_hours: nan is not a finite"):
+        experiment.load(path)

@@ -32,6 +32,9 @@ FORBIDDEN: dict[str, tuple[str, ...]] = {
     "runners.watchdog": ("runners.measure", "runners.results", "runners.providers",
                          "runners.workflow", "runners.checks", "runners.cost",
                          "runners.backends", "runners.run_context"),
+    "runners.telemetry": ("runners.providers", "runners.results", "runners.workflow",
+                          "runners.cli", "runners.measure", "runners.watchdog",
+                          "runners.checks", "runners.run_context"),
     # The stacks wire constructs: they may use the CDK core (Stack, Tags, CfnOutput, ...)
     # but no service module, which would mean defining resources in a stack.
     "stacks": ("aws_cdk.aws_",),

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import dataclasses
 import shlex
 import subprocess
@@ -23,35 +24,59 @@ def launch(name: str, itype: str | None = None, **engine_changes) -> EngineLaunc
     return EngineLaunch(exp, itype or exp.ec2.instance_types[0], "cache-bucket-1")
 
 
-def output_lines(script: str) -> list[str]:
-    """The lines the script prints, in order: the echo commands after the log redirect."""
-    body = script.split("2>&1\n", 1)[1]
-    return [line for line in body.splitlines() if line.startswith("echo ")]
+def values_file(script: str) -> str:
+    """The launch values the script decodes, as the instance would."""
+    line = next(l for l in script.splitlines() if l.startswith('base64 -d > "$VALUES" <<< '))
+    return base64.b64decode(line.rsplit(" ", 1)[1]).decode()
 
 
-def docker_words(script: str) -> list[str]:
-    start = script.index("exec /usr/bin/docker run")
-    end = script.index("\nENGINE", start)
-    return shlex.split(script[start:end].replace("\\\n", " "))
+def read_values(script: str, tmp: Path, names: list[str]) -> list[str]:
+    """Each variable's value after bash reads the values file with `.`."""
+    env = tmp / "launch.env"
+    env.write_text(values_file(script))
+    probe = "; ".join(f'printf "%s\\0" "${name}"' for name in names)
+    out = subprocess.run(["bash", "-c", f". {env}; {probe}"], capture_output=True, timeout=10,
+                         cwd=tmp)
+    assert out.returncode == 0, out.stderr
+    return out.stdout.decode().split("\0")[:-1]
 
 
-def test_g5g_prints_a_float16_device_policy_first():
+def output_lines(script: str, tmp: Path) -> list[str]:
+    """What the script prints first: the device policy, then its echo lines."""
+    return read_values(script, tmp, ["DEVICE_POLICY"]) + [
+        line for line in script.split("2>&1\n", 1)[1].splitlines() if line.startswith("echo ")]
+
+
+def docker_words(script: str, tmp: Path) -> list[str]:
+    """The engine unit's docker argv: its script run with docker replaced by a printer."""
+    env = tmp / "launch.env"
+    env.write_text(values_file(script))
+    start = script.index("<<'ENGINE'\n") + len("<<'ENGINE'\n")
+    engine = script[start:script.index("\nENGINE\n", start)]
+    engine = engine.replace("/etc/benchstack/launch.env", str(env)).replace(
+        "exec /usr/bin/docker run", "printf '%s\\0' run")
+    out = subprocess.run(["bash", "-c", engine], capture_output=True, timeout=10, cwd=tmp)
+    assert out.returncode == 0, out.stderr
+    return out.stdout.decode().split("\0")[1:-1]
+
+
+def test_g5g_prints_a_float16_device_policy_first(tmp_path):
     script = render(launch("e2b-fp16-g5g"))
-    first = shlex.split(output_lines(script)[0])[1]
+    first = output_lines(script, tmp_path)[0]
     assert first.startswith("benchstack device policy: instance_type=g5g.2xlarge ")
     assert "accelerator=NVIDIA_T4G" in first
     assert "compute_capability=7.5" in first
     assert "compute_dtype=float16" in first
-    words = docker_words(script)
+    words = docker_words(script, tmp_path)
     assert words[words.index("--dtype") + 1] == "float16"
     assert "--gpus" in script
 
 
-def test_auto_dtype_on_g6_resolves_to_bfloat16_from_the_catalog():
+def test_auto_dtype_on_g6_resolves_to_bfloat16_from_the_catalog(tmp_path):
     script = render(launch("e2b-emb4-g6"))
-    assert "compute_dtype=bfloat16" in output_lines(script)[0]
-    assert "compute_capability=8.9" in output_lines(script)[0]
-    words = docker_words(script)
+    assert "compute_dtype=bfloat16" in output_lines(script, tmp_path)[0]
+    assert "compute_capability=8.9" in output_lines(script, tmp_path)[0]
+    words = docker_words(script, tmp_path)
     assert words[words.index("--dtype") + 1] == "bfloat16"
 
 
@@ -80,9 +105,9 @@ def test_extra_flags_true_is_bare_false_is_left_out():
 
 
 @pytest.mark.parametrize("name", ["e2b-neuron-inf2", "e2b-neuron-trn1"])
-def test_neuron_runs_its_image_on_8080_with_the_devices_passed_through(name):
+def test_neuron_runs_its_image_on_8080_with_the_devices_passed_through(name, tmp_path):
     script = render(launch(name))
-    words = docker_words(script)
+    words = docker_words(script, tmp_path)
     assert words[words.index("-p") + 1] == "8080:8080"
     assert "PORT=8080" in words
     assert "MODEL_ID=google/gemma-4-E2B-it" in words
@@ -90,30 +115,40 @@ def test_neuron_runs_its_image_on_8080_with_the_devices_passed_through(name):
     assert words[-1] == "xbill9/gemma4-optb:slim"  # the image's own command, no vLLM flags
     assert 'for dev in /dev/neuron*; do accel+=(--device="$dev")' in script
     assert "--gpus" not in words
-    assert "compute_capability=n/a" in output_lines(script)[0]
+    assert "compute_capability=n/a" in output_lines(script, tmp_path)[0]
 
 
-def test_caches_are_restored_and_pushed_under_the_experiments_prefix():
+def test_caches_are_restored_and_pushed_under_the_experiments_prefix(tmp_path):
     script = render(launch("e2b-fp16-g5g"))
-    assert "CACHE_URI=s3://cache-bucket-1/engines/e2b-fp16-g5g" in script
+    assert "printf 'CACHE_BUCKET=%q\\n' cache-bucket-1 >>" in script
+    assert read_values(script, tmp_path, ["CACHE_PREFIX"]) == ["engines/e2b-fp16-g5g"]
+    assert 'CACHE_URI="s3://$CACHE_BUCKET/$CACHE_PREFIX"' in script
     assert 'aws s3 sync --only-show-errors "$CACHE_URI/$part/" "$CACHE_ROOT/$part/"' in script
     assert "ExecStopPost=/usr/local/sbin/benchstack-cache-push" in script
     assert "--delete" not in script  # the role cannot delete, and nothing should
 
 
-def test_expiry_comes_from_the_instance_tag_with_the_ttl_as_fallback():
+def test_expiry_comes_from_the_instance_tag_with_the_ttl_as_fallback(tmp_path):
     script = render(launch("e2b-fp16-g5g"))
     assert "meta-data/tags/instance/benchstack:expires-at" in script
-    assert "FALLBACK_TTL_S=10800" in script  # ttl_hours = 3
+    assert read_values(script, tmp_path, ["FALLBACK_TTL_S"]) == ["10800"]  # ttl_hours = 3
     assert "systemctl poweroff" in script
 
 
-def test_values_are_shell_quoted():
+@pytest.mark.parametrize("image", [
+    "img; touch pwned", "img\nENGINE\ntouch pwned\n", "img'\ntouch pwned\n'", "$(touch pwned)",
+    "img\nPUSH\ntouch pwned"])
+def test_values_are_data_whatever_they_hold(tmp_path, image):
+    """Issue 15: a newline in a value used to end the quoted heredoc and run as root. The
+    schema now refuses control characters; the script must not depend on that."""
     exp = experiment.load(EXPERIMENTS / "e2b-emb4-g6.toml")
-    hostile = dataclasses.replace(exp, ec2=dataclasses.replace(
-        exp.ec2, engine_image="img; touch /tmp/pwned"))
-    words = docker_words(render(EngineLaunch(hostile, "g6.xlarge", "b")))
-    assert "img; touch /tmp/pwned" in words
+    hostile = dataclasses.replace(exp, ec2=dataclasses.replace(exp.ec2, engine_image=image))
+    script = render(EngineLaunch(hostile, "g6.xlarge", "b"))
+    assert "pwned" not in script  # no experiment text in the script at all
+    words = docker_words(script, tmp_path)
+    assert words[-len(engine_args(EngineLaunch(hostile, "g6.xlarge", "b"))) - 1] == image
+    assert read_values(script, tmp_path, ["IMAGE"]) == [image]
+    assert not (tmp_path / "pwned").exists()
 
 
 @pytest.mark.parametrize("name,itype", [
@@ -134,18 +169,19 @@ def test_a_placeholder_without_a_value_or_a_value_without_a_placeholder_is_an_er
         render_template("{{ x }}", {"x": "1", "z": "2"})
 
 
-def test_the_region_comes_from_metadata_for_every_aws_cli_call():
+def test_the_region_comes_from_metadata_for_every_aws_cli_call(tmp_path):
     script = render(launch("e2b-emb4-g6"))
     assert "AWS_DEFAULT_REGION=$(imds meta-data/placement/region)" in script
-    push = script[script.index("<<PUSH"):script.index("\nPUSH\n")]
-    assert "export AWS_DEFAULT_REGION=$AWS_DEFAULT_REGION" in push  # expanded when written
+    assert """printf 'AWS_DEFAULT_REGION=%q\\n' "$AWS_DEFAULT_REGION" >> "$VALUES"\n""" in script
+    push = script[script.index("<<'PUSH'"):script.index("\nPUSH\n")]
+    assert ". /etc/benchstack/launch.env\nexport AWS_DEFAULT_REGION\n" in push
 
 
-def test_the_hugging_face_token_reaches_the_engine_through_a_root_only_file():
+def test_the_hugging_face_token_reaches_the_engine_through_a_root_only_file(tmp_path):
     script = render(launch("e2b-emb4-g6"))
-    assert "HF_TOKEN_PARAMETER=/benchstack/hf-token" in script
+    assert read_values(script, tmp_path, ["HF_TOKEN_PARAMETER"]) == ["/benchstack/hf-token"]
     assert "chmod 0600 /run/benchstack/engine.env" in script
-    words = docker_words(script)
+    words = docker_words(script, tmp_path)
     assert words[words.index("--env-file") + 1] == "/run/benchstack/engine.env"
     assert not any(w.startswith("HF_TOKEN=") for w in words)  # never on a command line
 
@@ -162,7 +198,7 @@ def test_ecr_images_are_recognised(image, expected):
     assert ecr_image(image) == expected
 
 
-def test_a_public_image_renders_no_docker_login_target():
+def test_a_public_image_renders_no_docker_login_target(tmp_path):
     script = render(launch("e2b-emb4-g6"))
-    assert "ECR_REGISTRY=''" in script
+    assert read_values(script, tmp_path, ["ECR_REGISTRY"]) == [""]
     assert 'if [ -n "$ECR_REGISTRY" ]; then' in script

@@ -279,6 +279,17 @@ class Ec2Provider(Provider):
         return {"state": "deleted", "fleet_id": fleet_id, "instance_id": instance_id,
                 "message": f"fleet {fleet_id} deleted, instance {instance_id} terminating"}
 
+    def collect_telemetry(self, placement: dict[str, Any], start_s: float,
+                          end_s: float) -> dict[str, Any]:
+        from runners.providers.ec2 import telemetry_files
+
+        region = placement.get("region")
+        if not region or not placement.get("run_id"):
+            return {"files": {}, "missing": {"engine.log": "nothing was launched"},
+                    "location": None}
+        return telemetry_files.fetch(self._clients("s3", region), self._clients("ssm", region),
+                                     self.experiment.name, placement["run_id"])
+
     def _teardown_by_tag(self, region: str, run_id: str) -> dict[str, Any]:
         """Provision died before answering: terminate whatever carries this run's tags.
         An instant fleet bills nothing once its instances are gone."""

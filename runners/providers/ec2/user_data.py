@@ -2,12 +2,16 @@
 
 No CDK import here: the launch template construct and `python -m runners user-data` render
 the same script, and the rendering (device policy, engine flags, cache locations) is unit
-tested directly. Every value is shell-quoted; a placeholder without a value, or a value
-without a placeholder, is an error rather than a silently broken boot script.
+tested directly. The experiment's values travel as data, never as script text: one file
+of shell-quoted assignments (`launch_values_file`), base64-encoded into a single line of
+the script, which decodes it and reads it with `.`. Only the cache bucket (a CloudFormation
+token at synth time, from our own stack) is a shell-quoted placeholder. A placeholder without
+a value, or a value without a placeholder, is an error rather than a silently broken script.
 """
 
 from __future__ import annotations
 
+import base64
 import re
 import shlex
 from dataclasses import dataclass
@@ -135,29 +139,44 @@ def docker_env(launch: EngineLaunch) -> list[str]:
     return [word for key, value in env.items() for word in ("-e", f"{key}={value}")]
 
 
-def values(launch: EngineLaunch) -> dict[str, str]:
-    """Every placeholder's value, already shell-quoted."""
+def launch_values(launch: EngineLaunch) -> dict[str, str | list[str]]:
+    """What the boot script and the engine unit read: strings, and argv lists (arrays)."""
     vendor = launch.entry.accelerator.vendor
     model_dir, compile_dir = _CACHE_DIRS[vendor]
     ecr = ecr_image(launch.experiment.ec2.engine_image)
-    q = shlex.quote
     return {
-        "device_policy": q(device_policy(launch)),
-        "accelerator_vendor": q(vendor),
-        "compute_capability": q(launch.compute_capability),
-        "cache_bucket": q(launch.cache_bucket),
-        "cache_prefix": q(launch.cache_prefix),
-        "fallback_ttl_s": str(round(launch.experiment.ttl_hours * 3600)),
-        "hf_token_parameter": q(HF_TOKEN_PARAMETER),
-        "ecr_registry": q(ecr.registry if ecr else ""),
-        "ecr_region": q(ecr.region if ecr else ""),
-        "port": str(launch.experiment.ec2.engine_port),
-        "model_cache_dir": q(model_dir),
-        "compile_cache_dir": q(compile_dir),
-        "docker_env": shlex.join(docker_env(launch)),
-        "image": q(launch.experiment.ec2.engine_image),
-        "engine_args": shlex.join(engine_args(launch)),
+        "DEVICE_POLICY": device_policy(launch),
+        "ACCELERATOR": vendor,
+        "CATALOG_COMPUTE_CAPABILITY": launch.compute_capability,
+        "CACHE_PREFIX": launch.cache_prefix,
+        "FALLBACK_TTL_S": str(round(launch.experiment.ttl_hours * 3600)),
+        "HF_TOKEN_PARAMETER": HF_TOKEN_PARAMETER,
+        "ECR_REGISTRY": ecr.registry if ecr else "",
+        "ECR_REGION": ecr.region if ecr else "",
+        "PORT": str(launch.experiment.ec2.engine_port),
+        "MODEL_CACHE_DIR": model_dir,
+        "COMPILE_CACHE_DIR": compile_dir,
+        "DOCKER_ENV": docker_env(launch),
+        "IMAGE": launch.experiment.ec2.engine_image,
+        "ENGINE_ARGS": engine_args(launch),
     }
+
+
+def launch_values_file(launch: EngineLaunch) -> str:
+    """/etc/benchstack/launch.env: `NAME='value'` and `NAME=('word' ...)`, shell-quoted, so
+    reading it with `.` assigns and never runs anything, whatever a value holds."""
+    lines = []
+    for name, value in launch_values(launch).items():
+        quoted = f"({' '.join(map(shlex.quote, value))})" if isinstance(value, list) \
+            else shlex.quote(value)
+        lines.append(f"{name}={quoted}\n")
+    return "".join(lines)
+
+
+def values(launch: EngineLaunch) -> dict[str, str]:
+    """Every placeholder's value: the values file as one base64 word, the bucket quoted."""
+    encoded = base64.b64encode(launch_values_file(launch).encode()).decode()
+    return {"launch_values_b64": encoded, "cache_bucket": shlex.quote(launch.cache_bucket)}
 
 
 def render_template(template: str, substitutions: dict[str, str]) -> str:

@@ -19,6 +19,7 @@ from runners import tags
 from runners.checks import preflight
 from runners.providers.base import Provider, ProvisionError
 from runners.providers.retry import retry_throttled
+from runners.providers.sagemaker import container_log
 from runners.providers.sagemaker import endpoint as sagemaker_endpoint
 from runners.providers.sagemaker import names
 
@@ -163,6 +164,7 @@ class SageMakerProvider(Provider):
             placement["image"] = sagemaker_endpoint.deployed_image(description)
             placement["ready_at"] = _iso(now)
             _event(placement, "in_service", now, instance_type=placement["instance_type"])
+            container_log.read_facts(self._client("logs", region), placement)
             return {"state": "ready", "placement": placement}
         reason = description.get("FailureReason") or f"endpoint is {status}"
         kind = (sagemaker_endpoint.classify_failure(reason) if status == "Failed"
@@ -182,10 +184,15 @@ class SageMakerProvider(Provider):
             _event(placement, "creating", now,
                    service_creation_time=_iso(created) if isinstance(created, datetime) else None)
         waited_s = (now - _parse_iso(placement["provision_started_at"])).total_seconds()
+        if status == "Creating":
+            container_log.check_health(self._client("logs", placement["region"]), placement, now)
         threshold_s = self.experiment.sagemaker.creating_alert_minutes * 60
         if status == "Creating" and waited_s >= threshold_s and not placement["alerted"]:
             self._alert_stuck(placement, waited_s, now)
-        return {"state": "waiting", "placement": placement, "waited_s": waited_s}
+        healthy = placement.get("container_healthy_at")
+        return {"state": "waiting", "placement": placement, "waited_s": waited_s,
+                "message": f"{status}" + (f"; container answering /ping 200 since {healthy}"
+                                          if healthy else "")}
 
     def _alert_stuck(self, placement: dict, waited_s: float, now: datetime) -> None:
         """SNS alert: an endpoint once sat 3.29 h in Creating, billing, with a healthy
@@ -196,7 +203,8 @@ class SageMakerProvider(Provider):
                 f"{placement['run_id']}) in {region} has been Creating for {waited_s / 60:.1f} "
                 f"minutes (alert threshold {self.experiment.sagemaker.creating_alert_minutes} "
                 f"min). It bills while it waits and cannot be deleted until it leaves "
-                f"Creating. Container log: {names.log_group(endpoint)}.")
+                f"Creating. {container_log.healthy_note(placement, now)} "
+                f"Container log: {names.log_group(endpoint)}.")
         placement["alerted"] = True
         try:
             ssm = self._client("ssm", region)
@@ -223,6 +231,12 @@ class SageMakerProvider(Provider):
         return SageMakerRuntimeClient(runtime, placement["endpoint_name"],
                                       self.experiment.model.served_name,
                                       supports_tools=bool(engine and engine.tool_call_parser))
+
+    def collect_telemetry(self, placement: dict[str, Any], start_s: float,
+                          end_s: float) -> dict[str, Any]:
+        region = placement.get("region") or "-"
+        return container_log.collect(self._client("logs", region),
+                                     self._client("cloudwatch", region), placement, start_s, end_s)
 
     def teardown(self, placement: dict[str, Any]) -> dict[str, Any]:
         placement = copy.deepcopy(placement)
