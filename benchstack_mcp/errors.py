@@ -13,13 +13,15 @@ from botocore.exceptions import BotoCoreError, ClientError
 from mcp.server.mcpserver.exceptions import ToolError
 
 from runners.checks.preflight import PreflightError
+from runners.results.store import StoreUnusable
 from runners.workflow.start import StartError
 
 MAX_MESSAGE = 600
 # ValueError covers ExperimentError, CompareError, PricesFileError, AddressError,
 # StatusError and JSON decoding; LookupError the image lookup (KeyError is a bug: excluded).
 EXPECTED: tuple[type[BaseException], ...] = (ValueError, LookupError, OSError, PreflightError,
-                                             StartError, ClientError, BotoCoreError)
+                                             StartError, StoreUnusable, ClientError,
+                                             BotoCoreError)
 
 F = TypeVar("F", bound=Callable[..., Any])
 

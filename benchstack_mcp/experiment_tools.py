@@ -16,7 +16,7 @@ from benchstack_mcp.errors import tool_errors
 from benchstack_mcp.hints import hints
 from runners import experiment
 from runners.checks import preflight as preflight_check
-from runners.providers.ec2.user_data import EngineLaunch, render
+from runners.providers.ec2.user_data import EngineLaunch, launch_values_file, render
 
 
 class ExperimentInfo(BaseModel):
@@ -48,6 +48,7 @@ class BootScript(BaseModel):
     instance_type: str
     cache_bucket: str
     script: str
+    launch_values: str  # /etc/benchstack/launch.env, which the script carries as base64
 
 
 class PreflightReport(BaseModel):
@@ -123,7 +124,8 @@ def register(server: MCPServer, config: Config) -> None:
                              cache_bucket: str = "CACHE-BUCKET") -> BootScript:
         """The user-data script an ec2 experiment's launch template boots with (engine
         container, weights cache, health wait), for `instance_type` (default: the
-        experiment's first). Deploy fills in the real cache bucket."""
+        experiment's first), and the launch values it carries (image, engine arguments,
+        ports) in readable form. Deploy fills in the real cache bucket."""
         exp = config.experiment(experiment_name)
         if exp.ec2 is None:
             raise experiment.ExperimentError(exp.source, "backend", f"{exp.backend!r}; a boot "
@@ -132,8 +134,9 @@ def register(server: MCPServer, config: Config) -> None:
         if itype not in exp.ec2.instance_types:
             raise experiment.ExperimentError(exp.source, "ec2.instance_types", f"{itype!r} is "
                                              f"not one of {', '.join(exp.ec2.instance_types)}")
+        launch = EngineLaunch(exp, itype, cache_bucket)
         return BootScript(experiment=exp.name, instance_type=itype, cache_bucket=cache_bucket,
-                          script=render(EngineLaunch(exp, itype, cache_bucket)))
+                          script=render(launch), launch_values=launch_values_file(launch))
 
     @server.tool(name="preflight", annotations=hints(
         "Preflight a vLLM experiment", read_only=True, destructive=False, idempotent=True,

@@ -18,6 +18,7 @@ from benchstack_mcp.errors import tool_errors
 from benchstack_mcp.hints import hints
 from benchstack_mcp.shapes import pick
 from runners import experiment, progress
+from runners.backends import cancel
 from runners.results import compare, report
 from runners.results.store import LocalStore, S3Store, ResultsStore
 from runners.workflow import phases
@@ -40,6 +41,8 @@ class LocalRun(BaseModel):
     run_folder: str
     phases: list[PhaseResult]
     interrupted: bool
+    store_fallback: str | None  # why the run went on in a local folder, when it did
+    no_success: list[dict[str, Any]]  # measuring phases without one good reply
     summary: dict[str, Any] | None  # summary.json (docs/results-format.md)
 
 
@@ -151,7 +154,8 @@ def register(server: MCPServer, config: Config) -> None:
         cost, teardown, report) of a `local` experiment (llama.cpp on 127.0.0.1) or an
         `openai` one (an OpenAI-compatible server someone else runs), by name or .toml
         path. Sends a progress notification as each phase starts; writes a new run folder
-        (nothing is overwritten). Cloud experiments: use start_cloud_run."""
+        (nothing is overwritten). Cancelling the call cuts the requests in flight and
+        still tears down. Cloud experiments: use start_cloud_run."""
         from runners.workflow import driver  # the phases' dependencies, only when running
 
         path = experiment_file(config, experiment_name)
@@ -179,10 +183,16 @@ def register(server: MCPServer, config: Config) -> None:
             try:
                 async with anyio.create_task_group() as tg:
                     tg.start_soon(work)
-                    while not finished.is_set():
-                        await _forward(events, ctx, seen)
-                        with anyio.move_on_after(PROGRESS_POLL_S):
-                            await finished.wait()
+                    try:
+                        while not finished.is_set():
+                            await _forward(events, ctx, seen)
+                            with anyio.move_on_after(PROGRESS_POLL_S):
+                                await finished.wait()
+                    except anyio.get_cancelled_exc_class():
+                        # The caller gave up: refuse and cut the requests, as Ctrl-C
+                        # would; the worker then runs teardown and report and ends.
+                        cancel.cancel("the MCP client cancelled the call")
+                        raise
                     await _forward(events, ctx, seen)
             finally:
                 stop()
@@ -196,7 +206,8 @@ def register(server: MCPServer, config: Config) -> None:
             run_folder=store.uri(context["run_prefix"]),
             phases=[PhaseResult(phase=r["phase"], state=r["state"], error=r.get("error"))
                     for r in outcome["results"]],
-            interrupted=outcome["interrupted"],
+            interrupted=outcome["interrupted"], store_fallback=outcome["store_fallback"],
+            no_success=outcome["no_success"],
             summary=store.get_json_or_none(context["run_prefix"] + "summary.json"))
 
     @server.tool(name="run_report", annotations=hints(

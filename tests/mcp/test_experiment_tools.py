@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import shutil
 from pathlib import Path
 
@@ -63,8 +64,10 @@ def test_boot_script_of_an_ec2_experiment_and_a_one_line_refusal_otherwise(confi
     result = call(config, "show_ec2_boot_script",
                   {"experiment_name": "e2b-emb4-g6", "cache_bucket": "my-cache"})
     script = result.structured_content["script"]
-    assert script.startswith("#!")
-    assert "my-cache" in script and "vllm/vllm-openai:v0.30.0" in script
+    assert script.startswith("#!") and "my-cache" in script
+    values = result.structured_content["launch_values"]
+    assert "IMAGE=vllm/vllm-openai:v0.30.0\n" in values
+    assert base64.b64encode(values.encode()).decode() in script  # what the script carries
     assert result.structured_content["instance_type"] == "g6.xlarge"
     wrong = call(config, "show_ec2_boot_script", {"experiment_name": "nova-micro-bedrock"})
     assert error_text(wrong).endswith("backend: 'bedrock'; a boot script is for backend 'ec2'")

@@ -5,15 +5,21 @@ from __future__ import annotations
 
 import json
 import shutil
+import time
 from pathlib import Path
 
+import anyio
 import boto3
 import pytest
+from mcp import Client
+
+from benchmarks.loopback_server import Truth
 
 from benchstack_mcp.config import Config
+from benchstack_mcp.server import build_server
 from runners.workflow import phases
 from tests.mcp.client import call, error_text
-from tests.runners.conftest import write_openai_experiment
+from tests.runners.conftest import benchmark_plan, write_openai_experiment
 from tests.runners.watchdog_fixtures import aws  # noqa: F401 - a pytest fixture
 
 RUNS = Path(__file__).resolve().parents[1] / "cost" / "fixtures" / "runs"
@@ -119,3 +125,39 @@ def test_compare_groups_repeated_runs_and_lists_a_failed_run_apart(config, tmp_p
     assert apart["experiment"] == "nova-micro-bedrock"
     assert apart["failure"] == "provision failed: AccessDeniedException"
     assert "nova-micro-bedrock" not in {r["experiment"] for r in out["rows"]}
+
+
+def test_cancelling_the_call_cuts_the_requests_and_still_tears_down(config, loopback,
+                                                                    tmp_path):
+    # 2 s of decoding per load request: uncancelled, the load phase alone takes a minute
+    server = loopback(Truth(ttft_s=0.01, gap_s=0.0625))
+    exp = write_openai_experiment(tmp_path, server.base_url, plan=benchmark_plan(
+        decode_lengths=[4, 8], decode_repeats=1, stream_requests=1, stream_tokens=4,
+        concurrency=[1], load_tokens=32, load_batches=30, toolcall_runs=1))
+
+    async def go():
+        entered_load = anyio.Event()
+
+        async def on_progress(done, total, message):
+            if message.startswith("load"):
+                entered_load.set()
+
+        started = time.monotonic()
+        async with Client(build_server(config)) as client:
+            async with anyio.create_task_group() as tg:
+                async def run():
+                    await client.call_tool("run_local_benchmark",
+                                           {"experiment_name": str(exp)},
+                                           progress_callback=on_progress)
+                tg.start_soon(run)
+                await entered_load.wait()
+                await anyio.sleep(0.5)
+                tg.cancel_scope.cancel()
+        return time.monotonic() - started
+
+    seconds = anyio.run(go)
+    assert seconds < 30
+    (folder,) = (Path(config.store) / "runs").glob("*/*")
+    assert (folder / "teardown.json").is_file() and (folder / "report.md").is_file()
+    load = json.loads((folder / "load.json").read_text())
+    assert "cancelled: the MCP client cancelled the call" in json.dumps(load)
