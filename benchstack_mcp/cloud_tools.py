@@ -1,19 +1,22 @@
 """The cloud side: start a run, its status, what bills now, tearing a run down, the
-watchdog's sweep, and the newest vLLM SageMaker image."""
+watchdog's sweep, the newest vLLM SageMaker image, and an endpoint's engine log."""
 
 from __future__ import annotations
 
-from pydantic import BaseModel
+import time
+from typing import Annotated, Any
 
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
+from pydantic import BaseModel, Field
 
 from benchstack_mcp.config import Config
 from benchstack_mcp.errors import tool_errors
 from benchstack_mcp.hints import hints
 from benchstack_mcp.shapes import pick
 from runners import experiment
-from runners.providers.sagemaker import dlc_images
+from runners.providers.sagemaker import dlc_images, names
+from runners.telemetry import cloudwatch_logs, engine_log
 from runners.watchdog import sweep as watchdog
 from runners.watchdog import teardown
 from runners.watchdog.cli import parse_regions
@@ -89,6 +92,24 @@ class DlcImage(BaseModel):
     digest: str | None
     pushed_at: str | None
     sagemaker_tags_seen: int
+
+
+class LogLine(BaseModel):
+    timestamp_ms: int
+    stream: str | None  # <variant>/<instance id>
+    message: str
+
+
+class EngineLog(BaseModel):
+    endpoint_name: str
+    region: str
+    log_group: str
+    since_ms: int
+    available: bool
+    note: str | None  # why there is no log: no group yet means no container yet
+    lines_read: int
+    lines: list[LogLine]  # the newest `tail` of them, oldest first
+    facts: dict[str, Any] | None  # what the engine said at start-up (telemetry/engine_log)
 
 
 def register(server: MCPServer, config: Config) -> None:
@@ -183,3 +204,38 @@ def register(server: MCPServer, config: Config) -> None:
         not push date. Its tag is what an experiment's sagemaker.image_tag takes."""
         ecr = config.session().client("ecr", region_name=region)
         return DlcImage(**dlc_images.latest_sagemaker_image(ecr, region))
+
+    @server.tool(name="engine_log", annotations=hints(
+        "Read an endpoint's engine log", read_only=True, destructive=False,
+        idempotent=True, open_world=True))
+    @tool_errors
+    def engine_log_tool(region: str | None = None, endpoint_name: str | None = None,
+                        experiment_name: str | None = None, run_id: str | None = None,
+                        minutes: Annotated[int, Field(ge=1, le=7 * 24 * 60)] = 60,
+                        tail: Annotated[int, Field(ge=1, le=2000)] = 100) -> EngineLog:
+        """The newest lines of a SageMaker endpoint's container log (vLLM start-up, model
+        download, errors) from the last `minutes`, and the facts the engine stated (KV
+        cache tokens, weights GiB, ready time). Name the endpoint, or the experiment and
+        the run id that created it (region: the experiment's first). No log group yet
+        is an answer: SageMaker is still waiting for an instance, so no container runs."""
+        exp = config.experiment(experiment_name) if experiment_name else None
+        if not endpoint_name:
+            if not (exp and run_id):
+                raise ToolError("give endpoint_name, or experiment_name and run_id")
+            endpoint_name = names.endpoint_name(exp.name, run_id)
+        region = region or (exp.regions[0] if exp and exp.regions else None)
+        if not region:
+            raise ToolError("give region (or experiment_name, for its first region)")
+        since_ms = int(time.time() * 1000) - minutes * 60_000
+        logs = config.session().client("logs", region_name=region)
+        found = dict(endpoint_name=endpoint_name, region=region, since_ms=since_ms,
+                     log_group=cloudwatch_logs.log_group(endpoint_name))
+        try:
+            read = cloudwatch_logs.endpoint_log_lines(logs, endpoint_name, start_ms=since_ms)
+        except cloudwatch_logs.LogsUnavailable as exc:
+            return EngineLog(**found, available=False, note=str(exc), lines_read=0, lines=[],
+                             facts=None)
+        facts = engine_log.parse(read, f"CloudWatch Logs {found['log_group']}") if read else None
+        return EngineLog(**found, available=True, note=None if read else
+                         f"no log lines in the last {minutes} minutes", lines_read=len(read),
+                         lines=[LogLine(**line) for line in read[-tail:]], facts=facts)

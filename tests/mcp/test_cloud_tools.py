@@ -5,13 +5,15 @@ sweep, teardown of one run, and the vLLM image lookup."""
 from __future__ import annotations
 
 import json
+import time
 from datetime import datetime, timedelta, timezone
+from pathlib import Path
 
 import boto3
 import pytest
 
 from benchstack_mcp.config import Config
-from runners import tags
+from runners.providers.sagemaker import names
 from tests.mcp.client import call, error_text
 from tests.mcp.sessions import StubbedSession
 from tests.runners.test_start import deployed  # noqa: F401 - a pytest fixture
@@ -19,6 +21,7 @@ from tests.runners.watchdog_fixtures import aws, world  # noqa: F401 - fixtures
 from tests.runners.watchdog_world import run_tags
 
 ARN = "arn:aws:states:us-east-2:123456789012:execution:benchstack-benchmark:20261203T001500Z-ab12cd"
+TELEMETRY_FIXTURES = Path(__file__).resolve().parents[1] / "telemetry" / "fixtures"
 # The tools judge expiry against the real clock, not the watchdog tests' fixed NOW.
 EXPIRED = datetime.now(timezone.utc) - timedelta(hours=1)
 UNEXPIRED = datetime.now(timezone.utc) + timedelta(hours=2)
@@ -241,3 +244,43 @@ def test_teardown_defers_an_endpoint_still_creating_and_keeps_its_config_and_mod
     assert out["lines"][0]["reason"] == "Creating refuses deletion; call again once it settles"
     assert out["complete"] is False
     session.assert_no_pending_responses()
+
+
+def _put_log(region: str, group: str, events: list[tuple[int, str]]) -> None:
+    logs = boto3.client("logs", region_name=region)
+    logs.create_log_group(logGroupName=group)
+    logs.create_log_stream(logGroupName=group, logStreamName="AllTraffic/i-0a1b2c3d4e5f60718")
+    logs.put_log_events(logGroupName=group, logStreamName="AllTraffic/i-0a1b2c3d4e5f60718",
+                        logEvents=[{"timestamp": ms, "message": m} for ms, m in events])
+
+
+def test_engine_log_reads_the_endpoints_recent_lines_and_the_engines_facts(aws):
+    endpoint = names.endpoint_name("e2b-bf16-ml-g6", "20261203T001500Z-ab12cd")
+    now_ms = int(time.time() * 1000)
+    fixture = [line.split(" ", 2)[2] for line in
+               (TELEMETRY_FIXTURES / "vllm-sagemaker-cloudwatch.log").read_text().splitlines()]
+    old = [(now_ms - 3 * 3600_000, "an old start-up, outside the window")]
+    recent = [(now_ms - 20 * 60_000 + i * 1000, message) for i, message in enumerate(fixture)]
+    _put_log("us-east-2", f"/aws/sagemaker/Endpoints/{endpoint}", old + recent)
+    result = call(Config(), "engine_log", {"experiment_name": "e2b-bf16-ml-g6",
+                                           "run_id": "20261203T001500Z-ab12cd", "tail": 3})
+    assert not result.is_error, result.content
+    out = result.structured_content
+    assert out["available"] is True and out["region"] == "us-east-2"
+    assert out["lines_read"] == len(fixture)  # the old line is outside the last hour
+    assert [line["message"] for line in out["lines"]] == fixture[-3:]
+    assert out["lines"][0]["stream"] == "AllTraffic/i-0a1b2c3d4e5f60718"
+    assert out["facts"]["engine"] == "vllm"
+    assert out["facts"]["kv_cache_tokens"] == 1_209_977
+
+
+def test_engine_log_of_an_endpoint_without_a_log_group_says_why(aws):
+    result = call(Config(), "engine_log", {"endpoint_name": "bs-waiting", "region": "us-east-2"})
+    out = result.structured_content
+    assert out["available"] is False and out["lines"] == []
+    assert out["note"] == "log group /aws/sagemaker/Endpoints/bs-waiting does not exist (yet)"
+    unnamed = call(Config(), "engine_log", {"region": "us-east-2"})
+    assert error_text(unnamed).endswith("give endpoint_name, or experiment_name and run_id")
+    too_long = call(Config(), "engine_log", {"endpoint_name": "x", "region": "us-east-2",
+                                             "minutes": 99999})
+    assert "less than or equal to 10080" in error_text(too_long)

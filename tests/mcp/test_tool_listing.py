@@ -23,6 +23,7 @@ HINTS = {
     "watchdog_sweep": (False, True, False, True),
     "teardown_run": (False, True, True, True),
     "find_vllm_image": (True, False, True, True),
+    "engine_log": (True, False, True, True),  # CloudWatch Logs
     "query_backend": (True, False, False, True),
     "model_health": (True, False, True, True),
 }
