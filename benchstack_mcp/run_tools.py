@@ -20,7 +20,7 @@ from benchstack_mcp.shapes import pick
 from runners import experiment, progress
 from runners.backends import cancel
 from runners.results import compare, report
-from runners.results.store import LocalStore, S3Store, ResultsStore
+from runners.results.store import LocalStore, ResultsStore, S3Store, open_store
 from runners.workflow import phases
 
 # Backends whose benchmark runs here without placing anything that bills by the hour;
@@ -200,7 +200,7 @@ def register(server: MCPServer, config: Config) -> None:
             raise box["error"]
         outcome = box["outcome"]
         context = outcome["context"]
-        store = LocalStore(context["store"])
+        store = open_store(context["store"])  # a folder, or s3:// with --store s3://...
         return LocalRun(
             run_id=context["run_id"], experiment=context["experiment"],
             run_folder=store.uri(context["run_prefix"]),

@@ -34,7 +34,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--experiments", type=Path, default=Config.experiments_dir,
                         help="folder of experiment TOML files (default: %(default)s)")
     parser.add_argument("--store", default=Config.store,
-                        help="where local runs write runs/ (default: the current folder)")
+                        help="where local runs write runs/: a folder (default: the current "
+                             "one) or s3://bucket[/prefix]")
     args = parser.parse_args(argv)
     # stdout carries the protocol: log lines go to stderr, and while serving the SDK points
     # fd 1 at stderr, so a stray print or a child's output never reaches the wire.
