@@ -8,7 +8,12 @@ phase code: the decode fit (16 / 512 forced tokens), and streamed load at concur
 became the bottleneck would show. With --peer, runs the same loads with GuideLLM from
 .cache/peer-venv (see benchmarks/peer_guidellm.py) and prints its figures beside ours.
 
-    .venv/bin/python -m benchmarks.harness_accuracy [--peer]
+With --capacity, the harness's own ceiling: open-loop constant-rate levels (the `rate`
+load profile, runners/measure/load/rate.py) against a no-op loopback server (no TTFT, no
+token gap), rising until a level no longer sends and completes within 5% of its target
+rate; with --peer too, GuideLLM's constant profile at the same rates beside it.
+
+    .venv/bin/python -m benchmarks.harness_accuracy [--peer] [--capacity]
 """
 
 from __future__ import annotations
@@ -28,9 +33,18 @@ from benchmarks.loopback_server import Truth
 from runners.backends.openai_http import OpenAIHTTPClient
 from runners.measure import phases as measure
 from runners.measure import stats
+from runners.measure.load import burst as load_burst
+from runners.measure.load import concurrency as load_concurrency
+from runners.measure.load import level as load_level
+from runners.measure.load import rate as load_rate
 from runners.measure.recorder import Recorder
 
 CONCURRENCY = (1, 2, 4, 8, 16, 32, 64)
+CAPACITY_RATES = (25, 50, 100, 200, 400, 600, 800, 1000, 1200, 1600, 2000, 2400, 3200)  # req/s
+CAPACITY_SECONDS = 5.0  # per level: 1 s warm-up and 0.5 s cool-down cut
+CAPACITY_TOKENS = 16
+CAPACITY_TOLERANCE = 0.05
+CAPACITY_IN_FLIGHT = 256
 LOAD_TOKENS = 64
 BATCHES = 3
 
@@ -95,7 +109,7 @@ def load_accuracy(client: OpenAIHTTPClient, truth: Truth) -> list[dict]:
             replies: list = []
             busy = 0.0
             for _ in range(BATCHES):
-                intended, done = measure.send_batch(rec, ask, c, pool)
+                intended, done = load_burst.send_batch(rec, ask, c, pool)
                 busy += max(r.last_s for r in done) - intended
                 replies += done
             cpu1 = resource.getrusage(resource.RUSAGE_SELF)
@@ -126,6 +140,82 @@ def load_accuracy(client: OpenAIHTTPClient, truth: Truth) -> list[dict]:
                   f"{user_ms:8.3f}/{sys_ms:<9.3f} "
                   f"{row['lag_p50_ms']:9.2f}/{row['lag_max_ms']:<9.2f} "
                   f"{row['server_late_max_ms']:18.2f}")
+    return rows
+
+
+STEADY_CONCURRENCY = 64
+STEADY_SECONDS = 6.0  # 1 s warm-up and 1 s cool-down cut
+
+
+def steady_accuracy(client: OpenAIHTTPClient, truth: Truth) -> dict:
+    """The concurrency profile (exactly c in flight, as GuideLLM's concurrent profile) at
+    c=64: TTFT error and throughput against the truth, like for like with the peer."""
+    ask = measure.forced_ask(LOAD_TOKENS, stream=True)
+    c = STEADY_CONCURRENCY
+    with ThreadPoolExecutor(max_workers=c) as pool:
+        _start_threads(pool, c)
+        rec = Recorder(None, "load", client)
+        server_lateness(client)
+        window = load_level.Window(time.perf_counter() + 0.05, STEADY_SECONDS, 1.0, 1.0)
+        figures, _ = load_concurrency.run_level(rec, lambda i: ask, c, window, pool)
+    late = server_lateness(client)
+    e2el_truth = truth.e2el_s(LOAD_TOKENS)
+    row = {"concurrency": c, "requests": figures["requests"],
+           "ttft_error_ms": (figures["ttft_s"]["p50"] - truth.first_content_s()) * 1000,
+           "tokens_per_s_ratio": figures["output_tokens_per_s"] / (c * LOAD_TOKENS / e2el_truth),
+           "tpot_ratio": figures["tpot_s"]["p50"] / truth.tpot_s(LOAD_TOKENS),
+           "server_late_max_ms": late["late_max_s"] * 1000}
+    print(f"\nsteady: exactly {c} in flight for {STEADY_SECONDS:g} s (1 s cut each end): "
+          f"{row['requests']} requests, TTFT error {row['ttft_error_ms']:+.2f} ms, "
+          f"TPOT ratio {row['tpot_ratio']:.4f}, tokens/s ratio {row['tokens_per_s_ratio']:.4f}, "
+          f"server late max {row['server_late_max_ms']:.1f} ms")
+    return row
+
+
+def sustained(target: float, sent_per_s: float | None, done_per_s: float | None,
+              failed: int) -> bool:
+    """The harness held `target`: it sent and completed within 5% of it, with no failure."""
+    return (failed == 0 and sent_per_s is not None and done_per_s is not None
+            and min(sent_per_s, done_per_s) >= (1 - CAPACITY_TOLERANCE) * target)
+
+
+def capacity(client: OpenAIHTTPClient) -> list[dict]:
+    """Rising constant-rate levels until one is not sustained; the rows of every level."""
+    ask = measure.forced_ask(CAPACITY_TOKENS, stream=True)
+    rows = []
+    print(f"\ncapacity: open-loop constant arrivals, {CAPACITY_TOKENS}-token streams from a "
+          f"no-op server, {CAPACITY_SECONDS:g} s per level (1 s warm-up, 0.5 s cool-down "
+          f"cut); sustained = sent and completed within {CAPACITY_TOLERANCE:.0%} of target")
+    print(f"{'target/s':>8} {'sent/s':>8} {'done/s':>8} {'failed':>6} {'lag p50/p99 ms':>15} "
+          f"{'TTFT p50 ms':>11} {'cpu ms/req':>10} {'held':>5}")
+    with ThreadPoolExecutor(max_workers=CAPACITY_IN_FLIGHT) as pool:
+        _start_threads(pool, CAPACITY_IN_FLIGHT)
+        client.prepare(64)
+        for target in CAPACITY_RATES:
+            rec = Recorder(None, "load", client)
+            cpu0 = resource.getrusage(resource.RUSAGE_SELF)
+            window = load_level.Window(time.perf_counter() + 0.05, CAPACITY_SECONDS, 1.0, 0.5)
+            figures, replies = load_rate.run_level(rec, lambda i: ask, float(target), window,
+                                                   pool, arrival="constant", burstiness=1.0,
+                                                   seed=0)
+            cpu1 = resource.getrusage(resource.RUSAGE_SELF)
+            cpu_ms = ((cpu1.ru_utime - cpu0.ru_utime) + (cpu1.ru_stime - cpu0.ru_stime)) \
+                * 1000 / len(replies)
+            failed = figures["requests"] - figures["ok"]
+            held = sustained(target, figures["sent_per_s"], figures["requests_per_s"], failed)
+            lag, ttft = figures["scheduling_lag_s"], figures["ttft_s"]
+            rows.append({"target_per_s": target, "sent_per_s": figures["sent_per_s"],
+                         "done_per_s": figures["requests_per_s"], "failed": failed,
+                         "lag_p50_ms": lag["p50"] * 1000, "lag_p99_ms": lag["p99"] * 1000,
+                         "ttft_p50_ms": ttft["p50"] * 1000 if ttft else None,
+                         "client_cpu_ms": cpu_ms, "sustained": held})
+            print(f"{target:>8} {figures['sent_per_s']:8.1f} {figures['requests_per_s']:8.1f} "
+                  f"{failed:>6} {lag['p50'] * 1000:7.2f}/{lag['p99'] * 1000:<7.2f} "
+                  f"{rows[-1]['ttft_p50_ms'] or 0:11.2f} {cpu_ms:10.3f} {str(held):>5}")
+            if not held:
+                break
+    best = max((r["target_per_s"] for r in rows if r["sustained"]), default=None)
+    print(f"highest rate sustained: {best} requests/s")
     return rows
 
 
@@ -160,8 +250,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--ttft-ms", type=float, default=50.0)
     parser.add_argument("--gap-ms", type=float, default=5.0)
     parser.add_argument("--peer", action="store_true", help="also run GuideLLM side by side")
+    parser.add_argument("--capacity", action="store_true",
+                        help="only the harness's highest sustained request rate")
     parser.add_argument("--json", help="write the figures to this file too")
     args = parser.parse_args(argv)
+    if args.capacity:
+        return capacity_main(args)
     truth = Truth(ttft_s=args.ttft_ms / 1000, gap_s=args.gap_ms / 1000)
     print(f"truth: TTFT {args.ttft_ms} ms, {args.gap_ms} ms per token, 1 token per chunk; "
           f"server in its own process on 127.0.0.1")
@@ -169,6 +263,7 @@ def main(argv: list[str] | None = None) -> int:
         client = OpenAIHTTPClient(base_url, "loopback")
         decode_accuracy(client, truth)
         rows = load_accuracy(client, truth)
+        steady = steady_accuracy(client, truth)
         recv_floor(truth.gap_s)
         client.close()
         peer_rows = None
@@ -178,7 +273,25 @@ def main(argv: list[str] | None = None) -> int:
             peer_rows = peer_guidellm.run_side_by_side(base_url, truth, rows, LOAD_TOKENS)
     if args.json:
         with open(args.json, "w") as fh:
-            json.dump({"ours": rows, "peer": peer_rows}, fh, indent=2)
+            json.dump({"ours": rows, "steady": steady, "peer": peer_rows}, fh, indent=2)
+    return 0
+
+
+def capacity_main(args) -> int:
+    noop = Truth(ttft_s=0.0, gap_s=0.0)
+    with loopback_process(noop, fill=args.peer) as base_url:
+        client = OpenAIHTTPClient(base_url, "loopback")
+        rows = capacity(client)
+        client.close()
+        peer_rows = None
+        if args.peer:
+            from benchmarks import peer_guidellm
+
+            peer_rows = peer_guidellm.capacity_side_by_side(
+                base_url, [r["target_per_s"] for r in rows], CAPACITY_TOKENS, rows)
+    if args.json:
+        with open(args.json, "w") as fh:
+            json.dump({"capacity": rows, "peer_capacity": peer_rows}, fh, indent=2)
     return 0
 
 

@@ -7,6 +7,10 @@ last token is ready. So the truth a client should measure is:
   TTFT = ttft_s + (k-1) gap_s, end-to-end = ttft_s + (n-1) gap_s, decode rate = 1 / gap_s,
   TPOT = (n-k) gap_s / (n-1) (= gap_s when k = 1), ITL = k gap_s.
 A role-only chunk goes out at once, as real servers do, to catch a TTFT that counts it.
+Prompt tokens are whitespace-separated words of the messages plus TEMPLATE_TOKENS (a chat
+template's overhead), reported in `usage` and by vLLM's `POST /tokenize` (`tokenize=False`
+serves no /tokenize, as llama.cpp and SageMaker); `prefill_s_per_token` adds that much TTFT
+per prompt token, so a context sweep has a programmed prefill rate to find.
 
 Faults, consumed one per chat request from `faults` (None = behave): "http500", "http429",
 "hang" (answer after hang_s, past a client timeout), "cut" (close the stream mid-way),
@@ -48,6 +52,8 @@ class Truth:
     hang_s: float = 2.0
     fill: bool = False  # always reply with max_tokens tokens (for harnesses without ignore_eos)
     trickle_s: float = 0.05  # the "trickle" fault's gap between keep-alive comments
+    prefill_s_per_token: float = 0.0
+    tokenize: bool = True  # serve vLLM's POST /tokenize
 
     def first_content_s(self) -> float:
         return self.ttft_s + (self.tokens_per_chunk - 1) * self.gap_s
@@ -57,6 +63,15 @@ class Truth:
 
     def tpot_s(self, tokens: int) -> float:
         return (tokens - self.tokens_per_chunk) * self.gap_s / (tokens - 1)
+
+
+TEMPLATE_TOKENS = 4
+
+
+def prompt_tokens(body: dict[str, Any]) -> int:
+    """What this server counts for a request's messages: words plus the template."""
+    words = sum(len(str(m.get("content") or "").split()) for m in body.get("messages") or [])
+    return TEMPLATE_TOKENS + words
 
 
 def answer_for(body: dict[str, Any]) -> str:
@@ -159,6 +174,14 @@ class LoopbackServer:
             def do_POST(self) -> None:
                 arrived = time.perf_counter()
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                if self.path.rstrip("/") == "/tokenize":  # vLLM's, with chat messages
+                    if not server.truth.tokenize:
+                        self._json(404, {"detail": "Not Found"})
+                        return
+                    count = prompt_tokens(body)
+                    self._json(200, {"count": count, "max_model_len": 8192,
+                                     "tokens": list(range(count))})
+                    return
                 fault = server.next_fault(body)
                 if isinstance(fault, Raw):
                     self._raw_reply(fault)
@@ -214,13 +237,15 @@ class LoopbackServer:
             def _usage(self, body, words, fault) -> dict[str, Any] | None:
                 if fault == "no_usage":
                     return None
+                prompt = prompt_tokens(body)
                 if fault == "bad_usage":
-                    return {"prompt_tokens": 12, "completion_tokens": "lots"}
-                return {"prompt_tokens": 12, "completion_tokens": len(words),
-                        "total_tokens": 12 + len(words)}
+                    return {"prompt_tokens": prompt, "completion_tokens": "lots"}
+                return {"prompt_tokens": prompt, "completion_tokens": len(words),
+                        "total_tokens": prompt + len(words)}
 
             def _complete(self, body, words, tools, arrived, fault) -> None:
                 truth = server.truth
+                arrived += prompt_tokens(body) * truth.prefill_s_per_token
                 self._wait(arrived + truth.ttft_s + max(len(words) - 1, 0) * truth.gap_s)
                 message: dict[str, Any] = {"role": "assistant",
                                            "content": None if tools else "".join(words)}
@@ -236,6 +261,7 @@ class LoopbackServer:
 
             def _stream(self, body, words, tools, arrived, fault) -> None:
                 truth = server.truth
+                arrived += prompt_tokens(body) * truth.prefill_s_per_token
                 self.send_response(200)
                 self.send_header("Content-Type", "text/event-stream")
                 self.send_header("Transfer-Encoding", "chunked")

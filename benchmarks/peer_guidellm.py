@@ -44,19 +44,23 @@ def ensure_installed() -> None:
 
 
 def run_guidellm(base_url: str, concurrency: list[int], output_tokens: int,
-                 work: Path) -> dict:
+                 work: Path, *, kind: str = "concurrent", rates: list[float] | None = None
+                 ) -> dict:
+    """GuideLLM's `kind` profile, one benchmark per concurrency ("concurrent": its
+    `streams`) or per rate ("constant": its `rate`, requests/s; AsyncProfileArgs)."""
     tokenizer = work / "tokenizer"
     subprocess.run([str(PEER_PY), "-c", TOKENIZER_SCRIPT, str(tokenizer)], check=True)
     scenario = {
         "spec": {
             "backend": {"kind": "openai_http", "target": base_url, "model": "loopback",
                         "request_format": "/v1/chat/completions"},
-            "profile": {"kind": "concurrent"},
+            "profile": {"kind": kind},
             "data": [{"kind": "synthetic_text", "prompt_tokens": 16,
                       "output_tokens": output_tokens}],
             "constraints": [{"kind": "max_duration", "seconds": SECONDS_PER_LEVEL}],
         },
-        "benchmarks": [{"profile.streams": c} for c in concurrency],
+        "benchmarks": [{"profile.streams": c} for c in concurrency] if kind == "concurrent"
+        else [{"profile.rate": r} for r in rates or []],
     }
     (work / "scenario.json").write_text(json.dumps(scenario))
     out = work / "guidellm.json"
@@ -108,3 +112,24 @@ def run_side_by_side(base_url: str, truth: Truth, ours: list[dict], tokens: int)
               f"{row['tokens_per_s_ratio']:9.4f} / {peer['tokens_per_s_ratio']:9.4f} | "
               f"{peer['requests']:9.0f}")
     return rows
+
+
+def capacity_side_by_side(base_url: str, rates: list[float], tokens: int,
+                          ours: list[dict]) -> list[dict]:
+    """GuideLLM's constant-rate profile at our capacity levels' rates: its achieved
+    requests/s (the successful requests' rate over its measurement window)."""
+    ensure_installed()
+    with tempfile.TemporaryDirectory() as tmp:
+        report = run_guidellm(base_url, [], tokens, Path(tmp), kind="constant", rates=rates)
+    print(f"\ncapacity side by side with GuideLLM 0.8.1 (constant profile, "
+          f"{SECONDS_PER_LEVEL} s per rate): achieved requests/s, ours / GuideLLM")
+    rows = []
+    for row, bench in zip(ours, report["benchmarks"]):
+        achieved = bench["metrics"]["requests_per_second"]["successful"]["mean"]
+        held = achieved >= 0.95 * row["target_per_s"]
+        rows.append({"target_per_s": row["target_per_s"], "achieved_per_s": achieved,
+                     "sustained": held})
+        print(f"{row['target_per_s']:>8} | {row['done_per_s']:8.1f} / {achieved:8.1f} | "
+              f"held {row['sustained']} / {held}")
+    return rows
+

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from aws_cdk import RemovalPolicy, Stack
+import jsii
+from aws_cdk import Aws, RemovalPolicy, Stack
+from aws_cdk import aws_events as events
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_sns as sns
@@ -41,8 +43,20 @@ class AlertsTopic(Construct):
             principals=services,
             actions=["sns:Publish"],
             resources=[self.topic.topic_arn],
-            conditions={"StringEquals": {"aws:SourceAccount": Stack.of(self).account}},
+            conditions={
+                "StringEquals": {"aws:SourceAccount": Stack.of(self).account},
+                "ArnLike": {"aws:SourceArn": [
+                    f"arn:{Aws.PARTITION}:events:*:{Aws.ACCOUNT_ID}:rule/*",
+                    f"arn:{Aws.PARTITION}:cloudwatch:*:{Aws.ACCOUNT_ID}:alarm:*"]},
+            },
         ))
+
+    def rule_target(self, message: events.RuleTargetInput) -> events.IRuleTarget:
+        """An EventBridge rule target publishing `message` here. Unlike targets.SnsTopic,
+        it adds no topic policy statement: that one lets events.amazonaws.com publish with
+        no condition, i.e. any account's rule; the statement above already admits this
+        account's rules."""
+        return _TopicTarget(self.topic.topic_arn, message)
 
     def grant_publish(self, grantee: iam.IGrantable) -> iam.Grant:
         # exactly what SNS asks KMS for on a publisher's behalf; Topic.grant_publish would
@@ -50,3 +64,12 @@ class AlertsTopic(Construct):
         self.key.grant(grantee, "kms:Decrypt", "kms:GenerateDataKey")
         return iam.Grant.add_to_principal(grantee=grantee, actions=["sns:Publish"],
                                           resource_arns=[self.topic.topic_arn])
+
+
+@jsii.implements(events.IRuleTarget)
+class _TopicTarget:
+    def __init__(self, topic_arn: str, message: events.RuleTargetInput):
+        self._arn, self._message = topic_arn, message
+
+    def bind(self, _rule: events.IRule, _id: str | None = None) -> events.RuleTargetConfig:
+        return events.RuleTargetConfig(arn=self._arn, input=self._message)

@@ -4,6 +4,12 @@ list (runners.workflow.phases.PHASES), the same list the local driver walks.
     Init -> SelectRegion -> [HandOff] -> provision -> await_ready (Wait + Choice loop)
          -> each measurement phase -> teardown (retried while "retry-later") -> report
 
+Before load: LoadScaleOut asks the runners which rate levels exceed one runner
+(runners/measure/load/scale_out.py); if any, LoadShards, a Map over those shards, invokes
+one runner per shard (all of a level's shards start at one wall-clock instant they are
+given) and load merges their records into each level. A Map that fails leaves load to
+send those levels itself, and say so.
+
 Every Lambda task retries Lambda's own transient errors with jittered backoff and catches
 everything else into teardown, which runs on every path; after teardown the run reports,
 moves to the next region (no capacity), or fails with the recorded cause. The state holds
@@ -15,7 +21,6 @@ from __future__ import annotations
 
 from aws_cdk import Aws, Duration, RemovalPolicy
 from aws_cdk import aws_events as events
-from aws_cdk import aws_events_targets as targets
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
@@ -164,9 +169,13 @@ class BenchmarkWorkflow(Construct):
                               result_selector={"state.$": "$.Payload.state"})
         report = self._task("report", result_path="$.results.report",
                             result_selector={"value.$": "$.Payload"})
+        measured_phases = workflow.measurement_phases(self.phases)
         measure = [self._task(p, result_path=f"$.results.{p}",
                               result_selector={"value.$": "$.Payload"})
-                   for p in workflow.measurement_phases(self.phases)]
+                   for p in measured_phases]
+        # Where the chain enters each phase: load behind its scale-out steps.
+        entries = [self._scale_out(task, teardown) if p == "load" else task
+                   for p, task in zip(measured_phases, measure)]
 
         # ---- failure paths: everything funnels into teardown, then fails with the cause
         failed = sfn.Fail(s, "Failed", error_path="$.error.Error", cause_path="$.error.Cause")
@@ -184,8 +193,23 @@ class BenchmarkWorkflow(Construct):
             "next-region"), result_path="$.then").next(teardown)
 
         # ---- the await loop: one look per task, a Wait between looks, bounded
+        # EC2: the control function looks at the instance each round (the in-VPC poller
+        # cannot reach the EC2 API); a dead instance fails the wait now.
+        check_instance = self._task(workflow.INSTANCE_CHECK, state_name="CheckInstance",
+                                    result_path="$.site", result_selector={
+                                        "status.$": "$.Payload.status",
+                                        "placement.$": "$.Payload.placement"})
+        check_instance.add_catch(teardown, result_path="$.error")
+        check_instance.next(sfn.Choice(s, "InstanceAlive")
+                            .when(sfn.Condition.string_equals("$.site.status", "failed"),
+                                  not_ready)
+                            .otherwise(await_ready))
         count_poll = sfn.Pass(s, "CountPoll", result_path="$.loop", parameters=_loop(
-            polls="States.MathAdd($.loop.polls, 1)")).next(await_ready)
+            polls="States.MathAdd($.loop.polls, 1)")).next(
+            sfn.Choice(s, "LookAtInstance")
+            .when(sfn.Condition.boolean_equals("$.limits.check_instance", True),
+                  check_instance)
+            .otherwise(await_ready))
         wait_poll = sfn.Wait(s, "WaitBeforePoll", time=sfn.WaitTime.seconds_path(
             "$.limits.poll_seconds")).next(count_poll)
         slow_alert = self._alert(
@@ -201,12 +225,11 @@ class BenchmarkWorkflow(Construct):
                       .otherwise(wait_poll))
         measured = sfn.Pass(s, "MeasuredAll", result=sfn.Result.from_string("report"),
                             result_path="$.then").next(teardown)
-        chain = sfn.Chain.start(measure[0])
-        for task in measure[1:]:
-            chain = chain.next(task)
-        chain.next(measured)
+        for task, following in zip(measure, entries[1:]):
+            task.next(following)
+        measure[-1].next(measured)
         ready = (sfn.Choice(s, "Ready")
-                 .when(sfn.Condition.string_equals("$.site.status", "ready"), measure[0])
+                 .when(sfn.Condition.string_equals("$.site.status", "ready"), entries[0])
                  .when(sfn.Condition.string_equals("$.site.status", "capacity"),
                        no_capacity_here)
                  .when(sfn.Condition.string_equals("$.site.status", "failed"), not_ready)
@@ -272,6 +295,34 @@ class BenchmarkWorkflow(Construct):
                            .otherwise(provision))
         return init.next(select_region)
 
+    def _scale_out(self, load: sfn.IChainable, teardown: sfn.IChainable) -> sfn.IChainable:
+        """LoadScaleOut -> (shards? LoadShards Map) -> load. The Map's items carry what a
+        task's payload needs; each item is one runner invocation (MaxConcurrency 0: all at
+        once, so a level's shards can meet at their start instant)."""
+        plan = self._task(workflow.SCALE_OUT_PLAN, state_name="LoadScaleOut",
+                          result_path="$.scale_out",
+                          result_selector={"enabled.$": "$.Payload.enabled",
+                                           "items.$": "$.Payload.items"})
+        plan.add_catch(teardown, result_path="$.error")
+        shard = self._task(workflow.LOAD_SHARD, state_name="LoadShard",
+                           result_path=sfn.JsonPath.DISCARD,
+                           result_selector={"key.$": "$.Payload.key"},
+                           payload={"experiment.$": "$.experiment", "run.$": "$.run",
+                                    "region.$": "$.region", "placement.$": "$.placement",
+                                    "shard.$": "$.shard", "execution_arn.$": "$$.Execution.Id"})
+        shards = sfn.Map(self, "LoadShards", items_path="$.scale_out.items", max_concurrency=0,
+                         result_path=sfn.JsonPath.DISCARD, item_selector={
+                             "experiment.$": "$.experiment", "run.$": "$.run",
+                             "region.$": "$.target.region", "placement.$": "$.site.placement",
+                             "functions.$": "$.functions", "shard.$": "$$.Map.Item.Value"})
+        shards.item_processor(shard)
+        # A failed shard costs its level the scale-out, not the run: load sends it alone.
+        shards.add_catch(load, result_path="$.scale_out_error")
+        shards.next(load)
+        return plan.next(sfn.Choice(self, "ScaleOut")
+                         .when(sfn.Condition.boolean_equals("$.scale_out.enabled", True), shards)
+                         .otherwise(load))
+
     # ------------------------------------------------------------------ notifications
 
     def _notify_on_finish(self) -> None:
@@ -283,7 +334,7 @@ class BenchmarkWorkflow(Construct):
                                detail_type=["Step Functions Execution Status Change"],
                                detail={"stateMachineArn": [self.state_machine.state_machine_arn],
                                        "status": FINAL_STATUSES}))
-        rule.add_target(targets.SnsTopic(self.alerts.topic, message=events.RuleTargetInput
+        rule.add_target(self.alerts.rule_target(events.RuleTargetInput
                                          .from_text(f"benchstack run {detail('$.detail.name')}: "
                                                     f"{detail('$.detail.status')} "
                                                     f"({detail('$.detail.executionArn')})")))

@@ -13,21 +13,9 @@ from runners.providers.ec2.user_data import (
     HF_TOKEN_PARAMETER, EcrImage, EngineLaunch, ecr_image, render)
 from benchstack_constructs.nag import acknowledge
 from runners import hardware, tags
+from runners.providers.ec2.ami import AMI_PARAMETERS, ami_parameter  # noqa: F401 - re-exported
 from runners.experiment import Experiment
 
-# Public SSM parameters that always name the newest AMI, resolved by CloudFormation at
-# deploy time (no lookup, no credentials at synth). AWS Deep Learning AMIs on AL2023:
-# the Base OSS NVIDIA driver AMI per architecture (the arm64 one supports G5g), and the
-# Neuron base DLAMI (x86_64 only), which ships the Neuron driver and tools for containers.
-AMI_PARAMETERS: dict[tuple[str, str], str] = {
-    ("nvidia", "x86_64"):
-        "/aws/service/deeplearning/ami/x86_64/base-oss-nvidia-driver-gpu-amazon-linux-2023/"
-        "latest/ami-id",
-    ("nvidia", "arm64"):
-        "/aws/service/deeplearning/ami/arm64/base-oss-nvidia-driver-gpu-amazon-linux-2023/"
-        "latest/ami-id",
-    ("aws-neuron", "x86_64"): "/aws/service/neuron/dlami/base/amazon-linux-2023/latest/image_id",
-}
 ROOT_DEVICE = "/dev/xvda"  # the AL2023 DLAMIs' root device
 # One hop: the host reaches IMDS (it reads its tags and the role's credentials for the S3
 # cache), a container behind Docker's bridge does not: the engine image never holds the
@@ -35,13 +23,6 @@ ROOT_DEVICE = "/dev/xvda"  # the AL2023 DLAMIs' root device
 IMDS_HOP_LIMIT = 1
 
 
-def ami_parameter(instance_type: str) -> str:
-    """The public SSM parameter naming the AMI for `instance_type`."""
-    entry = hardware.lookup(instance_type)
-    key = (entry.accelerator.vendor, entry.arch)
-    if key not in AMI_PARAMETERS:
-        raise ValueError(f"no AMI for {instance_type} ({key[0]} on {key[1]})")
-    return AMI_PARAMETERS[key]
 
 
 def _nag_text(scope: Construct, value: str) -> str:

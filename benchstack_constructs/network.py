@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from aws_cdk import Fn, Stack
+from aws_cdk import Stack
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_s3 as s3
 from constructs import Construct
@@ -10,11 +10,24 @@ from constructs import Construct
 from benchstack_constructs import cfn_lint
 
 
+def zones(stack: Stack, az_count: int) -> list[str]:
+    """The AZs to put subnets in, at most `az_count`.
+
+    Deployed (the CDK CLI binds the account: app.py passes CDK_DEFAULT_ACCOUNT), these are
+    the account's own available zones, from CDK's availability-zones context lookup
+    (DescribeAvailabilityZones, kept in cdk.context.json). Indexing Fn::GetAZs instead
+    fails the deploy wherever the account sees fewer zones: it returns only the zones
+    with a default subnet when a default VPC exists (CloudFormation User Guide,
+    Fn::GetAZs), and many us-east-1 accounts see five or fewer. Without an account
+    (offline synth, the tests) CDK's answer is the first two of Fn::GetAZs, which every
+    account has."""
+    return stack.availability_zones[:az_count]
+
+
 class BenchmarkNetwork(Construct):
     """A VPC for GPU and Neuron instances.
 
-    Public subnets in every AZ so a capacity-driven fleet can try every zone (the AZ names
-    are resolved at deploy time with Fn::GetAZs, as each account maps them itself); no NAT
+    Public subnets in every AZ so a capacity-driven fleet can try every zone; no NAT
     gateway (it bills by the hour whether or not a benchmark runs); S3 through a free
     gateway endpoint; an engine security group that admits nothing from the internet.
     """
@@ -26,7 +39,7 @@ class BenchmarkNetwork(Construct):
         self.vpc = ec2.Vpc(
             self, "Vpc",
             ip_addresses=ec2.IpAddresses.cidr(cidr),
-            availability_zones=[Fn.select(i, Fn.get_azs()) for i in range(az_count)],
+            availability_zones=zones(Stack.of(self), az_count),
             nat_gateways=0,
             subnet_configuration=[
                 ec2.SubnetConfiguration(name="public", subnet_type=ec2.SubnetType.PUBLIC,

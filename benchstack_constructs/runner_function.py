@@ -1,9 +1,10 @@
 """A Lambda function that runs code from the runners/ package, deployed as it is.
 
 Shared by every runner: the benchmark workflow's phase functions, the deploy trigger and
-the watchdog. The runners use only the standard library and boto3 (which the Lambda
-runtime ships), so the asset is the repository reduced to runners/: no bundling step, and
-the code in Lambda is byte for byte the code the local driver runs. Each function gets its
+the watchdog. The runners use only the standard library and boto3; the asset is runners/
+plus the pinned boto3/botocore, bundled locally without Docker (runner_bundle.py), so the
+code in Lambda is byte for byte the code the local driver runs, on the SDK the tests ran
+on rather than whatever the Lambda runtime ships. Each function gets its
 own role (no AWS managed policies) and its own log group with a retention; callers grant
 it exactly what it needs through `.role`.
 """
@@ -12,14 +13,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from aws_cdk import Duration, RemovalPolicy
+from aws_cdk import AssetHashType, BundlingOptions, Duration, RemovalPolicy
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
 from constructs import Construct
 
-from benchstack_constructs import cfn_lint
+from benchstack_constructs import cfn_lint, runner_bundle
 from benchstack_constructs.nag import acknowledge
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -39,7 +40,12 @@ RUNTIME = lambda_.Runtime.PYTHON_3_12
 
 
 def runners_code() -> lambda_.Code:
-    return lambda_.Code.from_asset(str(REPO_ROOT), exclude=ASSET_EXCLUDE)
+    """The asset: bundled by `runner_bundle.LOCAL` (the image is named because CDK's
+    BundlingOptions require one; local bundling always succeeds, so it is never pulled).
+    Hashed on the output, so an SDK upgrade is a new asset."""
+    return lambda_.Code.from_asset(
+        str(REPO_ROOT), exclude=ASSET_EXCLUDE, asset_hash_type=AssetHashType.OUTPUT,
+        bundling=BundlingOptions(image=RUNTIME.bundling_image, local=runner_bundle.LOCAL))
 
 
 class RunnerFunction(Construct):

@@ -17,9 +17,8 @@ from benchstack_constructs.nag import acknowledge
 from runners import hardware, tags
 from runners.experiment import Experiment, ExperimentError
 from runners.providers.sagemaker import names
-# The DLC registry per region is shared with the image lookup (runners side).
-from runners.providers.sagemaker.dlc_images import (DLC_REGISTRY_ACCOUNTS, DLC_REPOSITORY,
-                                                    vllm_image_uri)
+from runners.providers.sagemaker.names import (  # noqa: F401 - re-exported
+    DLC_REGISTRY_ACCOUNTS, DLC_REPOSITORY, vllm_image_uri)
 
 ENV_PREFIX = "SM_VLLM_"
 MAX_ENVIRONMENT_ENTRIES = 100  # CreateModel: EnvironmentMap max 100
@@ -54,6 +53,12 @@ def vllm_environment(experiment: Experiment) -> dict[str, str]:
         "SM_VLLM_TENSOR_PARALLEL_SIZE": str(engine.tensor_parallel_size),
         "SM_VLLM_DTYPE": engine_dtype(experiment),
     }
+    if experiment.model.gated:
+        # Resolved by CloudFormation at deploy (never in the template); the container's
+        # huggingface_hub reads HF_TOKEN. DescribeModel shows the value to whoever may call
+        # it in this account: the price of a container that reads no secret store itself.
+        env["HF_TOKEN"] = (f"{{{{resolve:secretsmanager:{names.HF_TOKEN_SECRET}"
+                           ":SecretString}}")
     if engine.tool_call_parser:
         env["SM_VLLM_ENABLE_AUTO_TOOL_CHOICE"] = ""
         env["SM_VLLM_TOOL_CALL_PARSER"] = engine.tool_call_parser

@@ -81,7 +81,7 @@ class Watchdog(Construct):
                 sid="ListAndDescribe",
                 actions=["sagemaker:ListEndpoints", "sagemaker:ListEndpointConfigs",
                          "sagemaker:ListModels", "ec2:DescribeInstances",
-                         "ec2:DescribeFleets"],
+                         "ec2:DescribeFleets", "ec2:DescribeTags"],
                 resources=["*"],
                 conditions={"StringEquals": {"aws:RequestedRegion": list(regions)}}),
             iam.PolicyStatement(

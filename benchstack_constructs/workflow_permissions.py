@@ -41,20 +41,27 @@ def sagemaker_endpoints() -> list[iam.PolicyStatement]:
 
 
 def ec2_fleets() -> list[iam.PolicyStatement]:
-    """Launch only what is tagged benchstack:managed at creation; terminate only that."""
+    """Launch only what is tagged benchstack:managed at creation; terminate only that.
+
+    The tag condition covers exactly what the CreateFleet TagSpecifications (fleet,
+    instance, volume) and the launch template (instance, volume) tag. The instance's
+    network interface is created by the launch too but carries no tag, so it sits with
+    the unconditioned resources, as in the EC2 User Guide's tag-on-create example
+    ("Launch instances with specific tags"): a RequestTag condition on it denies every
+    launch."""
     managed = {f"aws:RequestTag/{tags.MANAGED}": "true"}
-    created = ["instance/*", "volume/*", "network-interface/*", "fleet/*"]
+    created = ["instance/*", "volume/*", "fleet/*"]
     return [
         iam.PolicyStatement(
             actions=["ec2:CreateFleet", "ec2:RunInstances"],
             resources=[arn("ec2", r) for r in created],
             conditions={"StringEquals": managed},
         ),
-        # What a launch uses but does not create carries no request tags.
+        # What a launch uses, or creates untagged (the ENI), carries no request tags.
         iam.PolicyStatement(
             actions=["ec2:CreateFleet", "ec2:RunInstances"],
             resources=[arn("ec2", r) for r in ("subnet/*", "security-group/*",
-                                                "launch-template/*")]
+                                                "launch-template/*", "network-interface/*")]
             + [arn("ec2", "image/*", account="")],
         ),
         iam.PolicyStatement(
@@ -135,7 +142,13 @@ def run_telemetry(cache_bucket_name: str) -> list[iam.PolicyStatement]:
 
 def parameters_and_prices() -> list[iam.PolicyStatement]:
     return [
-        iam.PolicyStatement(actions=["ssm:GetParameter"],
+        # A gated model's Hugging Face token, for the SageMaker preflight's Hub reads
+        # (Secrets Manager adds six random characters to a secret's ARN).
+        iam.PolicyStatement(actions=["secretsmanager:GetSecretValue"],
+                            resources=[arn("secretsmanager",
+                                           f"secret:{sagemaker_names.HF_TOKEN_SECRET}-??????")]),
+        # GetParameters: the SageMaker provider reads the stack's two names in one call.
+        iam.PolicyStatement(actions=["ssm:GetParameter", "ssm:GetParameters"],
                             resources=[arn("ssm", f"parameter{workflow.SSM_ROOT}/*")]),
         # The Pricing API supports no resource scoping.
         iam.PolicyStatement(actions=["pricing:GetProducts"], resources=["*"]),

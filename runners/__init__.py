@@ -1,6 +1,7 @@
 """benchstack runners: the code that runs in Lambda and on a laptop alike.
 
-Standard library and boto3 only, so the Lambda asset needs no bundling step.
+Standard library and boto3 only; the Lambda asset carries the pinned boto3/botocore
+beside them (benchstack_constructs/runner_bundle.py, runners/sdk.py).
 
 Rooms, each a subpackage whose docstring says what it owns and what it may import:
 

@@ -96,6 +96,16 @@ def _cmd_preflight(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_doctor(args: argparse.Namespace) -> int:
+    from runners.checks import doctor  # needs boto3 and credentials; list/validate do not
+
+    exp = experiment.find(args.experiments, args.experiment) if args.experiment else None
+    checks = doctor.run_checks(exp, args.region)
+    for check in checks:
+        print(check.line())
+    return doctor.exit_code(checks)
+
+
 def _cmd_start(args: argparse.Namespace) -> int:
     from botocore.exceptions import BotoCoreError, ClientError
 
@@ -188,7 +198,9 @@ def _print_summary(summary: dict, where: str) -> None:
     print(report.compare_table([summary]), end="")
     for lvl in summary["load"]:
         lat = lvl["latency_s"]
-        print(f"  load c={lvl['concurrency']}: "
+        name = (f"{lvl['target_rate']:g}/s" if lvl.get("target_rate")
+                else f"c={lvl['concurrency']}")
+        print(f"  load {name}: "
               f"{lvl['tokens_per_s'] or 0:.1f} tokens/s, {lvl['requests']} requests, "
               f"{lvl['errors']} errors, {lvl['throttles']} throttles"
               + (f", latency p50 {lat['p50']:.3f} s" if lat else ""))
@@ -346,6 +358,12 @@ def build_parser() -> argparse.ArgumentParser:
                                              "hardware (reads headers from the Hugging Face Hub)")
     check.add_argument("experiment", help="experiment name")
     check.set_defaults(func=_cmd_preflight)
+    doc = sub.add_parser("doctor", help="is the account ready? bootstrap, stacks, quotas, "
+                                        "images, AMIs, model access, watchdog: one line each")
+    doc.add_argument("experiment", nargs="?", help="experiment name (default: the account "
+                                                   "and the region's shared stacks only)")
+    doc.add_argument("--region", help="one region (default: the experiment's regions)")
+    doc.set_defaults(func=_cmd_doctor)
     begin = sub.add_parser("start", help="start a benchmark run in the cloud workflow")
     begin.add_argument("experiment", help="experiment name (deployed with its stacks)")
     begin.add_argument("--region", help="region to start in (default: the experiment's "

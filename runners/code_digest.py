@@ -1,5 +1,5 @@
 """A digest of the runners package's source: the same code gives the same digest on a
-laptop and in Lambda (whose asset is runners/ alone, without git), so a manifest says
+laptop and in Lambda (whose asset is runners/ and the SDK, without git), so a manifest says
 which code measured a run wherever it ran."""
 
 from __future__ import annotations

@@ -49,6 +49,9 @@ class Model:
     served_name: str  # the name requests use (vLLM --served-model-name)
     build: str  # label of the weights build, e.g. "emb4", "w4a16", "bf16"
     precision: str  # what the weights are stored as: one of PRECISIONS
+    # The Hub asks for an accepted licence and a token: the backends get the optional
+    # token (SageMaker: Secrets Manager benchstack/hf-token; EC2: SSM /benchstack/hf-token)
+    gated: bool = False
 
 
 @dataclass(frozen=True)
@@ -115,6 +118,35 @@ class Local:
     n_threads: int | None = None
 
 
+LOAD_MODES = ("burst", "concurrency", "rate")
+SWEEP_MAX_LEVELS = 10  # runners/measure/load/sweep.py stops there
+# A cloud run's load phase is one Lambda invocation (runners/workflow/execution.py: 840 s);
+# timed levels must leave room for the warm-up of connections and the phase's writes.
+CLOUD_LOAD_BUDGET_S = 780
+ARRIVALS = ("poisson", "constant")
+DATASET_FORMATS = ("jsonl", "sharegpt")
+
+
+@dataclass(frozen=True)
+class Slo:
+    """Service-level objectives: a request meets them when each set bound holds; a load
+    level holds them when the `percentile`-th of each figure is within its bound."""
+
+    ttft_ms: float | None = None
+    tpot_ms: float | None = None
+    e2el_ms: float | None = None
+    percentile: float = 90.0
+
+
+@dataclass(frozen=True)
+class Dataset:
+    """Prompts from a file instead of the synthetic builder (runners/measure/datasets.py)."""
+
+    path: str  # relative paths are read from the experiment file's folder
+    format: str = "jsonl"  # "jsonl": one {"messages", "max_tokens"?} per line; "sharegpt"
+    samples: int = 100
+
+
 @dataclass(frozen=True)
 class Benchmark:
     decode_lengths: tuple[int, int] = (16, 512)
@@ -129,6 +161,24 @@ class Benchmark:
     # Whole-request deadline, connect to last byte; None = 60 s + max_tokens at 2 tokens/s
     # (runners/backends/reply.py default_deadline_s).
     request_deadline_s: float | None = None
+    # The workload (docs/benchmark.md, "Workload"): None keeps the short fixed prompt.
+    prompt_tokens: int | None = None
+    context_lengths: tuple[int, ...] = ()  # empty: no context phase
+    context_repeats: int = 3
+    load_mode: str = "burst"  # one of LOAD_MODES
+    load_duration_s: float = 30.0  # concurrency and rate modes: each level's length
+    load_warmup_s: float = 5.0  # cut from the start of each level's figures
+    load_cooldown_s: float = 5.0  # cut from the end
+    rates: tuple[float, ...] = ()  # rate mode: requests/s per level (sweep: the first)
+    arrival: str = "poisson"  # one of ARRIVALS
+    burstiness: float = 1.0  # gamma shape: 1 is Poisson, <1 burstier, >1 steadier
+    sweep: bool = False  # rate mode: raise the rate until throughput stops growing
+    max_in_flight: int = 256  # open-loop cap on requests outstanding at once
+    runner_max_rate: float | None = None  # above this, a level is split over K runners
+    seed: int = 20260925  # arrivals and dataset sampling
+    slo: Slo | None = None
+    dataset: Dataset | None = None
+    preset: str | None = None  # runners/workload_presets/<name>.toml, under the fields set here
 
 
 @dataclass(frozen=True)
@@ -279,6 +329,7 @@ def _model(t: _Table) -> Model:
         served_name=t.scalar("served_name", str),
         build=t.scalar("build", str),
         precision=t.scalar("precision", str, choices=PRECISIONS),
+        gated=t.scalar("gated", bool, False),
     )
     t.done()
     return model
@@ -379,11 +430,30 @@ def _ec2(t: _Table) -> Ec2:
         market=t.scalar("market", str, d.market, choices=("on-demand", "spot")),
         ami=ami,
         volume_gb=t.scalar("volume_gb", int, d.volume_gb, lo=30, hi=16384),
-        engine_image=t.scalar("engine_image", str, d.engine_image),
+        engine_image=_engine_image(t, t.scalar("engine_image", str, d.engine_image)),
         engine_port=t.scalar("engine_port", int, d.engine_port, lo=1024, hi=65535),
     )
     t.done()
     return ec2
+
+
+# A pullable image reference: a registry host (a dot, a port or localhost) and a path, or
+# a Docker Hub namespace/repository; then a tag or a digest.
+_REGISTRY_IMAGE = re.compile(
+    r"^(?:(?P<host>[a-z0-9-]+(?:\.[a-z0-9-]+)+(?::\d+)?|localhost(?::\d+)?)/)?"
+    r"(?P<path>[a-z0-9]+(?:[._-][a-z0-9]+)*(?:/[a-z0-9]+(?:[._-][a-z0-9]+)*)*)"
+    r"(?::[\w][\w.-]{0,127}|@sha256:[0-9a-f]{64})$")
+
+
+def _engine_image(t: _Table, image: str) -> str:
+    """A bare name ("vllm-sm75:0.27.2rc0") is Docker Hub's official library/ namespace:
+    the instance would try Docker Hub, fail, and bill while the run waits."""
+    match = _REGISTRY_IMAGE.match(image)
+    if not match or (not match["host"] and "/" not in match["path"]):
+        raise t.error("engine_image", f"{image!r} names no registry and tag; give a registry "
+                      "URI such as <account>.dkr.ecr.<region>.amazonaws.com/<repo>:<tag>, or "
+                      "<namespace>/<repo>:<tag> on Docker Hub")
+    return image
 
 
 def _simple(cls, t: _Table, **kinds: type):
@@ -398,7 +468,27 @@ def _simple(cls, t: _Table, **kinds: type):
     return cls(**values)
 
 
+PRESETS_DIR = Path(__file__).resolve().parent / "workload_presets"
+
+
+def presets() -> list[str]:
+    return sorted(p.stem for p in PRESETS_DIR.glob("*.toml"))
+
+
+def _with_preset(t: _Table) -> _Table:
+    """[benchmark] with its `preset`'s fields beneath the ones the file sets (a preset's
+    [benchmark.slo] is replaced whole by the file's)."""
+    name = t.scalar("preset", str, None, choices=presets())
+    if name is None:
+        return t
+    data = tomllib.loads((PRESETS_DIR / f"{name}.toml").read_text(encoding="utf-8"))
+    merged = _Table({**data["benchmark"], **t.data}, t.source, t.prefix)
+    merged.seen = {"preset"}
+    return merged
+
+
 def _benchmark(t: _Table) -> Benchmark:
+    t = _with_preset(t)
     d = Benchmark()
     lengths = t.scalars("decode_lengths", int, d.decode_lengths, lo=1, hi=8192, min_len=2,
                         max_len=2)
@@ -416,9 +506,71 @@ def _benchmark(t: _Table) -> Benchmark:
                                choices=("compare40", "none")),
         toolcall_runs=t.scalar("toolcall_runs", int, d.toolcall_runs, lo=0, hi=100),
         request_deadline_s=t.scalar("request_deadline_s", float, None, lo=1, hi=3600),
+        **_workload(t, d),
+        preset=t.data.get("preset"),
     )
     t.done()
     return plan
+
+
+def _workload(t: _Table, d: Benchmark) -> dict[str, Any]:
+    """The workload fields of [benchmark]: prompt length, context sweep, load profile."""
+    mode = t.scalar("load_mode", str, d.load_mode, choices=LOAD_MODES)
+    # min_len 0: a snapshot (to_dict) keeps the empty defaults as empty lists.
+    rates = t.scalars("rates", float, d.rates, lo=0.01, hi=100_000, min_len=0, max_len=32)
+    sweep = t.scalar("sweep", bool, d.sweep)
+    if mode == "rate" and not rates:
+        raise t.error("rates", "is required with load_mode = \"rate\", e.g. [1, 2, 4]")
+    if mode != "rate" and (rates or sweep):
+        raise t.error("rates" if rates else "sweep", f"only used with load_mode = \"rate\", "
+                      f"but load_mode is {mode!r}")
+    if list(rates) != sorted(set(rates)):
+        raise t.error("rates", "must rise, each rate once")
+    values: dict[str, Any] = {
+        "prompt_tokens": t.scalar("prompt_tokens", int, None, lo=1, hi=1_048_576),
+        "context_lengths": t.scalars("context_lengths", int, d.context_lengths, lo=1,
+                                     hi=1_048_576, min_len=0, max_len=16),
+        "context_repeats": t.scalar("context_repeats", int, d.context_repeats, lo=1, hi=50),
+        "load_mode": mode,
+        "load_duration_s": t.scalar("load_duration_s", float, d.load_duration_s, lo=1,
+                                    hi=600),
+        "load_warmup_s": t.scalar("load_warmup_s", float, d.load_warmup_s, lo=0, hi=300),
+        "load_cooldown_s": t.scalar("load_cooldown_s", float, d.load_cooldown_s, lo=0, hi=300),
+        "rates": rates,
+        "arrival": t.scalar("arrival", str, d.arrival, choices=ARRIVALS),
+        "burstiness": t.scalar("burstiness", float, d.burstiness, lo=0.01, hi=1000),
+        "sweep": sweep,
+        "max_in_flight": t.scalar("max_in_flight", int, d.max_in_flight, lo=1, hi=4096),
+        "runner_max_rate": t.scalar("runner_max_rate", float, None, lo=0.1, hi=100_000),
+        "seed": t.scalar("seed", int, d.seed, lo=0, hi=2**32 - 1),
+    }
+    if values["runner_max_rate"] and (mode != "rate" or sweep):
+        raise t.error("runner_max_rate", "scale-out splits fixed rate levels: it needs "
+                      "load_mode = \"rate\" without sweep")
+    if values["context_lengths"] and list(values["context_lengths"]) != sorted(
+            set(values["context_lengths"])):
+        raise t.error("context_lengths", "must rise, each length once")
+    if values["load_warmup_s"] + values["load_cooldown_s"] >= values["load_duration_s"]:
+        raise t.error("load_duration_s", f"{values['load_duration_s']:g} s leaves nothing "
+                      "to measure after load_warmup_s and load_cooldown_s")
+    slo_t = t.table("slo", required=False)
+    if slo_t:
+        slo = Slo(*(slo_t.scalar(name, float, None, lo=0.001, hi=3_600_000)
+                    for name in ("ttft_ms", "tpot_ms", "e2el_ms")),
+                  percentile=slo_t.scalar("percentile", float, Slo.percentile, lo=1, hi=100))
+        slo_t.done()
+        if slo.ttft_ms is None and slo.tpot_ms is None and slo.e2el_ms is None:
+            raise slo_t.error("ttft_ms", "[benchmark.slo] sets no bound; give at least one "
+                              "of ttft_ms, tpot_ms, e2el_ms")
+        values["slo"] = slo
+    data_t = t.table("dataset", required=False)
+    if data_t:
+        values["dataset"] = Dataset(
+            path=data_t.scalar("path", str),
+            format=data_t.scalar("format", str, Dataset.format, choices=DATASET_FORMATS),
+            samples=data_t.scalar("samples", int, Dataset.samples, lo=1, hi=100_000))
+        data_t.done()
+    return values
 
 
 def _check_dtype(t: _Table, exp_engine: Engine | None, instance_types: tuple[str, ...]) -> None:
@@ -488,9 +640,66 @@ def parse(data: dict, source: str) -> Experiment:
 
     experiment = Experiment(**kwargs)
     _check_dtype(top, experiment.engine, experiment.instance_types)
+    _check_context(top, experiment)
+    _check_dataset(top, experiment)
+    _check_load_time(top, experiment)
     if experiment.sagemaker and experiment.sagemaker.volume_size_gb is not None:
         _check_sagemaker_volume(top, experiment.sagemaker)
     return experiment
+
+
+def context_limit(exp: Experiment) -> int | None:
+    """The engine's context window (vLLM max_model_len, llama.cpp n_ctx); None for Bedrock,
+    whose limit is the model's and not configured here."""
+    if exp.engine:
+        return exp.engine.max_model_len
+    if exp.local:
+        return exp.local.n_ctx
+    return None
+
+
+def _check_context(t: _Table, exp: Experiment) -> None:
+    """A prompt and its longest reply must fit the engine's context window."""
+    limit, plan = context_limit(exp), exp.benchmark
+    if limit is None:
+        return
+    checks = [(f"benchmark.context_lengths[{i}]", n, plan.decode_lengths[1])
+              for i, n in enumerate(plan.context_lengths)]
+    if plan.prompt_tokens:
+        checks.append(("benchmark.prompt_tokens", plan.prompt_tokens,
+                       max(plan.stream_tokens, plan.load_tokens)))
+    for path, prompt, reply in checks:
+        if prompt + reply > limit:
+            raise t.error(path, f"{prompt} prompt + {reply} reply tokens exceed the engine's "
+                          f"context of {limit} (engine.max_model_len / local.n_ctx); allowed "
+                          f"up to {limit - reply}")
+
+
+def _check_load_time(t: _Table, exp: Experiment) -> None:
+    """Timed load levels of a cloud run must fit one runner invocation."""
+    plan = exp.benchmark
+    if exp.backend not in CLOUD_BACKENDS or plan.load_mode == "burst":
+        return
+    levels = (len(plan.concurrency) if plan.load_mode == "concurrency"
+              else SWEEP_MAX_LEVELS if plan.sweep else len(plan.rates))
+    if levels * plan.load_duration_s > CLOUD_LOAD_BUDGET_S:
+        raise t.error("benchmark.load_duration_s", f"{levels} level(s) of "
+                      f"{plan.load_duration_s:g} s exceed the {CLOUD_LOAD_BUDGET_S} s one load "
+                      f"phase has in the cloud; allowed up to "
+                      f"{CLOUD_LOAD_BUDGET_S / levels:g} s per level")
+
+
+def _check_dataset(t: _Table, exp: Experiment) -> None:
+    """A dataset path is read from the experiment file's folder; check it there when the
+    experiment comes from a file (a snapshot in the workflow has no folder to look in)."""
+    spec = exp.benchmark.dataset
+    if spec is None or not Path(exp.source).is_file():
+        return
+    path = Path(spec.path) if Path(spec.path).is_absolute() else \
+        Path(exp.source).parent / spec.path
+    if not path.is_file():
+        raise t.error("benchmark.dataset.path", f"{str(path)!r}: no such file (relative "
+                      "paths are read from the experiment file's folder)")
 
 
 def _check_sagemaker_volume(t: _Table, sm: SageMaker) -> None:

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from aws_cdk import App, Validations
 from cdk_nag import AwsSolutionsChecks
 
-from runners.experiment import CLOUD_BACKENDS, Experiment
+from runners.experiment import CLOUD_BACKENDS, Experiment, ExperimentError
 from stacks.benchmark import BenchmarkStack
 from stacks.experiment import ExperimentStack
 from stacks.foundation import FoundationStack
@@ -30,6 +30,37 @@ class Built:
                 *([self.watchdog] if self.watchdog else [])]
 
 
+def unswept(experiments: list[Experiment], watchdog: WatchdogSettings) -> None:
+    """Refuse an experiment region the watchdog does not sweep: what a run leaves there
+    would bill until someone notices."""
+    for exp in experiments:
+        missing = [r for r in exp.regions if r not in watchdog.regions]
+        if missing:
+            raise ExperimentError(
+                exp.source, "regions",
+                f"{', '.join(missing)} not swept by the watchdog (watchdog_regions: "
+                f"{','.join(watchdog.regions)}); add it with -c watchdog_regions="
+                f"{','.join(sorted({*watchdog.regions, *missing}))} or in cdk.json")
+
+
+# AWS's documentation account: an experiment file names it where you must put yours.
+EXAMPLE_ACCOUNT = "111122223333"
+
+
+def placeholder_images(experiments: list[Experiment], account: str | None) -> None:
+    """Refuse, when deploying (the account is known), an engine image in the example
+    account: the instance could never pull it and would bill while the run waits."""
+    if not account:
+        return
+    for exp in experiments:
+        image = exp.ec2.engine_image if exp.ec2 else ""
+        if image.startswith(f"{EXAMPLE_ACCOUNT}.dkr.ecr."):
+            raise ExperimentError(
+                exp.source, "ec2.engine_image",
+                f"{image!r} is in AWS's example account {EXAMPLE_ACCOUNT}; push the image "
+                f"to ECR and name it as {account}.dkr.ecr.<region>.amazonaws.com/<repo>:<tag>")
+
+
 def build(app: App, experiments: list[Experiment], *, validate: bool = True,
           account: str | None = None) -> Built:
     """Foundation and benchmark stacks for every region in use, then one stack per
@@ -44,6 +75,9 @@ def build(app: App, experiments: list[Experiment], *, validate: bool = True,
     built = Built()
     cloud = [e for e in experiments if e.backend in CLOUD_BACKENDS]
     watchdog = WatchdogSettings.from_context(app.node) if cloud else None
+    if watchdog:
+        unswept(cloud, watchdog)
+    placeholder_images(cloud, account)
     in_use = {r for e in cloud for r in e.regions} | ({watchdog.home_region} if watchdog
                                                        else set())
     for region in sorted(in_use):

@@ -115,14 +115,20 @@ class OpenAIHTTPClient(BackendClient):
         self.force_fields = openai_chat.VLLM_FORCE_FIELDS if force_fields is None else force_fields
         self.tool_fields = tool_fields or {}  # e.g. an explicit tool_choice some engines need
         self.headers = {"Content-Type": "application/json", "Accept": "text/event-stream"}
+        self._no_tokenize = False
         if api_key:
             self.headers["Authorization"] = f"Bearer {api_key}"
 
-    def get_json(self, path: str) -> tuple[int, Any]:
-        """A small GET (health, model list) on a pooled connection."""
+    def get_json(self, path: str, body: Any = None) -> tuple[int, Any]:
+        """A small GET (health, model list), or a POST of `body` as JSON, on a pooled
+        connection."""
         conn = self.pool.get()
         try:
-            conn.request("GET", self.pool.path + path)
+            if body is None:
+                conn.request("GET", self.pool.path + path)
+            else:
+                conn.request("POST", self.pool.path + path, json.dumps(body).encode(),
+                             {**self.headers, "Accept": "application/json"})
             resp = conn.getresponse()
             body = resp.read()
         except (OSError, http.client.HTTPException):
@@ -217,6 +223,23 @@ class OpenAIHTTPClient(BackendClient):
         # Drain the terminating chunk so the connection can be reused.
         _read_all(resp, deadline, conn)
         return reply.ok and not resp.will_close
+
+    def count_prompt_tokens(self, messages: list[dict[str, Any]]) -> int | None:
+        """vLLM's `POST /tokenize` with chat messages applies the chat template with the
+        generation prompt (TokenizeChatRequest, add_generation_prompt defaults to true) and
+        answers {"count", "max_model_len", "tokens"}. llama.cpp's /tokenize takes "content"
+        and answers without "count", so only an answer with "count" is believed."""
+        if self._no_tokenize:
+            return None
+        try:
+            status, answer = self.get_json("/tokenize", {"model": self.model,
+                                                         "messages": messages})
+        except (OSError, http.client.HTTPException):
+            status, answer = None, None
+        if status == 200 and isinstance(answer, dict) and isinstance(answer.get("count"), int):
+            return answer["count"]
+        self._no_tokenize = True  # ask once; the engine will not grow the route mid-run
+        return None
 
     def prepare(self, concurrency: int) -> None:
         self.pool.warm(concurrency)

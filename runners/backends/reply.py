@@ -124,6 +124,11 @@ class BackendClient:
     def _exchange(self, ask: Ask, reply: Reply) -> None:  # pragma: no cover
         raise NotImplementedError
 
+    def count_prompt_tokens(self, messages: list[dict[str, Any]]) -> int | None:
+        """The engine's own count of a chat prompt's tokens, template included, when the
+        engine can tell without generating (vLLM's /tokenize); None when it cannot."""
+        return None
+
     def prepare(self, concurrency: int) -> None:
         """Get ready for `concurrency` requests at once (e.g. open connections ahead)."""
 

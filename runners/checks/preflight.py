@@ -12,6 +12,11 @@ the JSON header, never the weights), and check:
   must fit the smallest pool's usable GPU memory. That is necessary, not sufficient: vLLM
   also needs activation memory, which only a start-up profiling run measures.
 
+* access: whether the Hub gates the model (the model API's "gated": false, "auto" or
+  "manual") and whether a token is set; every read then carries the token, as the
+  backends' downloads do (SageMaker: HF_TOKEN from Secrets Manager; EC2: the SSM
+  SecureString /benchstack/hf-token).
+
 Any failure raises PreflightError with one line saying what to change.
 """
 
@@ -92,8 +97,9 @@ class HubModel:
     """A model repository on the Hub, read file by file (headers only for weights)."""
 
     def __init__(self, repo: str, *, base_url: str | None = None, revision: str = REVISION,
-                 fetch: Fetch = http_fetch):
+                 fetch: Fetch = http_fetch, token: str | None = None):
         self.repo, self.revision, self.fetch = repo, revision, fetch
+        self.auth = {"Authorization": f"Bearer {token}"} if token else {}
         self.base_url = (base_url or os.environ.get("HF_ENDPOINT") or HUB_URL).rstrip("/")
 
     def url(self, filename: str) -> str:
@@ -101,7 +107,7 @@ class HubModel:
 
     def _get(self, filename: str, max_bytes: int, headers: dict[str, str] | None = None) -> bytes:
         try:
-            return self.fetch(self.url(filename), headers or {}, max_bytes)
+            return self.fetch(self.url(filename), {**self.auth, **(headers or {})}, max_bytes)
         except FetchError as exc:
             if exc.status in (401, 403):
                 raise PreflightError(
@@ -111,6 +117,16 @@ class HubModel:
                 raise
             raise PreflightError(f"{self.repo}: cannot read {filename} from {self.base_url}: "
                                  f"{exc.status or ''} {exc.reason}".replace("  ", " ")) from None
+
+    def gated(self) -> str | bool | None:
+        """The Hub model API's "gated" (False, "auto" or "manual"); None when the API
+        cannot say (an endpoint without it, such as a mirror)."""
+        url = f"{self.base_url}/api/models/{self.repo}"
+        try:
+            info = json.loads(self.fetch(url, dict(self.auth), MAX_JSON_BYTES))
+        except (FetchError, ValueError):
+            return None
+        return info.get("gated", False) if isinstance(info, dict) else None
 
     def json(self, filename: str) -> dict:
         body = self._get(filename, MAX_JSON_BYTES + 1)
@@ -348,16 +364,39 @@ def check_context_length(experiment: Experiment, config: dict) -> None:
 # ---------------------------------------------------------------- entry point
 
 
+TOKEN_ENV = ("HF_TOKEN", "HUGGING_FACE_HUB_TOKEN")
+
+
+def env_token() -> str | None:
+    return next((os.environ[k] for k in TOKEN_ENV if os.environ.get(k)), None)
+
+
+def access(experiment: Experiment, hub: HubModel) -> dict[str, Any]:
+    """{"gated", "token"}; a gated model without a token is a PreflightError."""
+    gated = hub.gated()
+    token = "set" if hub.auth else "not set"
+    if gated and not hub.auth:
+        raise PreflightError(
+            f"{experiment.model.id} is gated ({gated}) on the Hub and no token is set: accept "
+            "its licence there, then set HF_TOKEN (local), the Secrets Manager secret "
+            "benchstack/hf-token (SageMaker) and the SSM SecureString /benchstack/hf-token "
+            "(EC2), and model.gated = true in the experiment")
+    return {"gated": gated, "token": token}
+
+
 def run(experiment: Experiment, *, fetch: Fetch = http_fetch,
-        base_url: str | None = None) -> dict[str, Any]:
-    """Every check for a SageMaker or EC2 vLLM experiment; a JSON-ready report.
+        base_url: str | None = None, token: str | None = None) -> dict[str, Any]:
+    """Every check for a SageMaker or EC2 vLLM experiment; a JSON-ready report. `token`
+    (default: HF_TOKEN in the environment) authorizes the Hub reads.
 
     Raises PreflightError (one line) on the first check that fails.
     """
     if experiment.engine is None or not experiment.instance_types:
         raise PreflightError(f"{experiment.source}: preflight needs an [engine] and instance "
                              "types (SageMaker pools or EC2 types)")
-    hub = HubModel(experiment.model.id, base_url=base_url, fetch=fetch)
+    hub = HubModel(experiment.model.id, base_url=base_url, fetch=fetch,
+                   token=token or env_token())
+    hub_access = access(experiment, hub)
     try:
         config = hub.json("config.json")
     except FetchError:
@@ -372,6 +411,7 @@ def run(experiment: Experiment, *, fetch: Fetch = http_fetch,
     quant_method = (config.get("quantization_config") or {}).get("quant_method")
     return {
         "model": experiment.model.id,
+        "access": hub_access,
         "tensors": len(tensors),
         "weights_bytes": weights_bytes,
         "quant_method": quant_method,

@@ -35,11 +35,33 @@ def one_request_rate(results: Mapping[str, Any]) -> tuple[float | None, str | No
 
 def highest_concurrency_rate(results: Mapping[str, Any]) -> tuple[float | None, int | None]:
     """Aggregate output tokens/s at the highest concurrency that produced tokens."""
-    measured = [lv for lv in results.get("load") or [] if lv.get("tokens_per_s")]
+    measured = [lv for lv in results.get("load") or [] if lv.get("tokens_per_s")
+                and lv.get("concurrency")]
     if not measured:
         return None, None
     top = max(measured, key=lambda lv: lv["concurrency"])
     return top["tokens_per_s"], top["concurrency"]
+
+
+def slo_rate(results: Mapping[str, Any]) -> tuple[float | None, float | None]:
+    """(output tokens/s, requests/s) of the highest rate level that held the SLO."""
+    holding = [lv for lv in results.get("load") or [] if lv.get("target_rate")
+               and lv.get("output_tokens_per_s") and (lv.get("slo") or {}).get("holds")]
+    if not holding:
+        return None, None
+    top = max(holding, key=lambda lv: lv["target_rate"])
+    return top["output_tokens_per_s"], top["target_rate"]
+
+
+def measured_input_per_output(results: Mapping[str, Any]) -> float | None:
+    """Input tokens per output token of the plan as run: the load levels' input and
+    output token rates, summed (every level sends the same prompt and reply lengths)."""
+    levels = [lv for lv in results.get("load") or []
+              if lv.get("input_tokens_per_s") and lv.get("output_tokens_per_s")]
+    if not levels:
+        return None
+    return (sum(lv["input_tokens_per_s"] for lv in levels)
+            / sum(lv["output_tokens_per_s"] for lv in levels))
 
 
 def _parse_time(value: str | None) -> datetime | None:
@@ -92,18 +114,28 @@ def cost_block(
     prices: PriceBook,
     *,
     bedrock_model_id: str = DEFAULT_BEDROCK_MODEL_ID,
-    input_tokens_per_output_token: float = arithmetic.DEFAULT_INPUT_TOKENS_PER_OUTPUT_TOKEN,
+    input_tokens_per_output_token: float | None = None,
     now: datetime | None = None,
 ) -> dict[str, Any]:
     """The summary.json "cost" block. `experiment` is Experiment.to_dict() (or the
-    manifest's snapshot); `results` is summary-shaped (placement, timeline, decode, load)."""
+    manifest's snapshot); `results` is summary-shaped (placement, timeline, decode, load).
+    `input_tokens_per_output_token` None: the load phase's measured ratio, else the
+    default."""
     now = now or datetime.now(timezone.utc)
+    ratio_source = "given"
+    if input_tokens_per_output_token is None:
+        input_tokens_per_output_token = measured_input_per_output(results)
+        ratio_source = "measured (load phase)"
+    if input_tokens_per_output_token is None:
+        input_tokens_per_output_token = arithmetic.DEFAULT_INPUT_TOKENS_PER_OUTPUT_TOKEN
+        ratio_source = "default (no load measurement with input tokens)"
     first_quote = len(prices.quotes)
     backend = results.get("backend") or experiment["backend"]
     placement = results.get("placement") or {}
     region = placement.get("region") or next(iter(experiment.get("regions") or ()), None)
     one_rate, one_basis = one_request_rate(results)
     top_rate, top_level = highest_concurrency_rate(results)
+    slo_tokens_per_s, slo_requests_per_s = slo_rate(results)
     missing: list[str] = []
     block: dict[str, Any] = {
         "billing": "none", "usd_per_hour": None, "usd_per_month_24x7": None,
@@ -113,7 +145,11 @@ def cost_block(
             "one_request_basis": one_basis, "highest_concurrency": None,
             "highest_concurrency_level": top_level,
             "highest_concurrency_tokens_per_s": top_rate,
+            "slo_rate": None, "slo_rate_requests_per_s": slo_requests_per_s,
+            "slo_rate_tokens_per_s": slo_tokens_per_s,
         },
+        "input_tokens_per_output_token": _round(input_tokens_per_output_token, 4),
+        "input_tokens_per_output_token_source": ratio_source,
         "break_even": None, "idle": None,
     }
     per_million = block["usd_per_million_output_tokens"]
@@ -129,7 +165,8 @@ def cost_block(
             block["usd_per_month_24x7"] = _round(arithmetic.usd_per_month_24x7(usd_per_hour), 2)
             # An instance bills while it exists: idle costs the same as busy.
             block["usd_per_month_idle"] = block["usd_per_month_24x7"]
-            for key, rate in (("one_request", one_rate), ("highest_concurrency", top_rate)):
+            for key, rate in (("one_request", one_rate), ("highest_concurrency", top_rate),
+                              ("slo_rate", slo_tokens_per_s)):
                 if rate:
                     per_million[key] = _round(
                         arithmetic.usd_per_million_output_tokens(usd_per_hour, rate))
@@ -146,6 +183,7 @@ def cost_block(
         # Per-token billing: the price per output token does not depend on the rate.
         per_million["one_request"] = output_price if one_rate else None
         per_million["highest_concurrency"] = output_price if top_rate else None
+        per_million["slo_rate"] = output_price if slo_tokens_per_s else None
         if "missing" in reference:
             missing.append(reference["missing"])
     else:
@@ -153,7 +191,10 @@ def cost_block(
 
     if not one_rate:
         missing.append("no single-request rate (decode or load at concurrency 1)")
-    if not top_rate:
+    if not top_rate and any(lv.get("target_rate") for lv in results.get("load") or []):
+        missing.append("the load phase ran rate levels, no concurrency level: see slo_rate "
+                       "with [benchmark.slo]")
+    elif not top_rate:
         missing.append("no load measurement with tokens")
     block["missing"] = missing
     block["inputs"] = prices.snapshot(since=first_quote)
@@ -187,7 +228,6 @@ def run(context: Mapping[str, Any]) -> dict[str, Any]:
     return cost_block(
         experiment, context["results"], context.get("prices") or PriceBook.from_environment(),
         bedrock_model_id=context.get("bedrock_model_id") or DEFAULT_BEDROCK_MODEL_ID,
-        input_tokens_per_output_token=context.get(
-            "input_tokens_per_output_token", arithmetic.DEFAULT_INPUT_TOKENS_PER_OUTPUT_TOKEN),
+        input_tokens_per_output_token=context.get("input_tokens_per_output_token"),
         now=now(),
     )

@@ -7,23 +7,29 @@ output) never enter a latency or rate figure; they are counted.
 
 from __future__ import annotations
 
+import itertools
 import json
 import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from runners import progress
-from runners.backends.reply import DEGENERATE, ERROR, THROTTLED, TIMEOUT, Ask, Reply
-from runners.measure import quality_suite
+from runners.backends.reply import Ask, Reply
+from runners.measure import datasets, prompts, quality_suite, slo
 from runners.measure import stats
 from runners.measure import toolcall_check
+from runners.measure.load import burst as load_burst
+from runners.measure.load import concurrency as load_concurrency
+from runners.measure.load import level as load_level
+from runners.measure.load import rate as load_rate
+from runners.measure.load import scale_out as load_scale_out
+from runners.measure.load import sweep as load_sweep
 from runners.measure.recorder import Recorder
 from runners.run_context import Run
 from runners.telemetry import prometheus
 
 FORCED_PROMPT = "Write a long story about a lighthouse keeper and the sea."
 TOOLCALL_MAX_TURNS = 4
-LOAD_LEAD_S = 0.005  # threads are armed this long before the intended send time
 
 
 def forced_ask(tokens: int, stream: bool) -> Ask:
@@ -31,14 +37,58 @@ def forced_ask(tokens: int, stream: bool) -> Ask:
                force_tokens=True)
 
 
+def request_source(run: Run, rec: Recorder, max_tokens: int, first_variant: int):
+    """(ask(index) -> Ask, prompt report(replies) -> dict | None) for the stream and load
+    requests: the short fixed prompt; `prompt_tokens` engine tokens when the plan says; or
+    a sample of `[benchmark.dataset]` (each entry's max_tokens, else `max_tokens`). Built
+    prompts take variants first_variant, first_variant + 1, ... in the order asked, so no
+    two requests of the run share one (runners/measure/prompts.py VARIANT_BASE)."""
+    plan = run.plan
+    if plan.dataset is not None:
+        return _dataset_source(run, max_tokens)
+    tokens = plan.prompt_tokens
+    if tokens is None:
+        ask = forced_ask(max_tokens, True)
+        return (lambda variant: ask), (lambda replies: None)
+    builder = prompts.PromptBuilder(rec)
+    builder.calibrate(tokens)
+    variants = itertools.count(first_variant)  # next() is atomic under the GIL
+
+    def report(replies: list[Reply]) -> dict[str, Any]:
+        return builder.report(tokens, _served_prompt_tokens(replies))
+
+    return (lambda _: builder.ask(tokens, max_tokens, stream=True, variant=next(variants))), \
+        report
+
+
+def _served_prompt_tokens(replies: list[Reply]) -> list[int]:
+    return [r.prompt_tokens for r in replies if r.ok and r.prompt_tokens is not None]
+
+
+def _dataset_source(run: Run, max_tokens: int):
+    """Dataset entries in their sampled order; replies end where the model stops."""
+    spec = run.plan.dataset
+    path = datasets.resolve(spec.path, run.experiment.source)
+    entries, digest = datasets.load(path, spec.format)
+    sampled = datasets.sample(entries, spec.samples, run.plan.seed)
+    block = datasets.info(path, spec.format, digest, entries, sampled)
+
+    def ask(variant: int) -> Ask:
+        entry = sampled[variant % len(sampled)]
+        return Ask(entry.messages, entry.max_tokens or max_tokens, stream=True)
+
+    def report(replies: list[Reply]) -> dict[str, Any]:
+        return {"method": "dataset", "dataset": block,
+                "served": stats.distribution(_served_prompt_tokens(replies))}
+
+    return ask, report
+
+
 def _seconds(reply: Reply) -> float:
     return reply.last_s - reply.start_s
 
 
-def output_tokens(reply: Reply) -> int:
-    """The server's count; without usage, one token per streamed content chunk (what
-    llama.cpp and vLLM send), which callers report as `usage_missing`."""
-    return reply.completion_tokens if reply.completion_tokens is not None else len(reply.chunk_s)
+output_tokens = load_level.output_tokens
 
 
 def warmup(run: Run, rec: Recorder) -> dict[str, Any]:
@@ -48,6 +98,9 @@ def warmup(run: Run, rec: Recorder) -> dict[str, Any]:
               ("decode-long", forced_ask(plan.decode_lengths[1], False)),
               ("stream", forced_ask(plan.stream_tokens, True)),
               ("load", forced_ask(plan.load_tokens, True))]
+    if plan.prompt_tokens and plan.dataset is None:  # the long prompt's shape, untimed
+        shapes.append(("prompt", prompts.PromptBuilder(rec).ask(
+            plan.prompt_tokens, plan.load_tokens, stream=True)))
     if plan.quality_suite != "none":
         q = quality_suite.questions()[0]
         shapes.append(("quality", Ask([{"role": "user", "content": q.prompt}],
@@ -111,93 +164,112 @@ def decode(run: Run, rec: Recorder) -> dict[str, Any]:
 
 def stream_metrics(replies: list[Reply]) -> dict[str, Any]:
     """TTFT, ITL, TPOT and end-to-end latency (vLLM bench serve definitions) of OK replies."""
-    ttft, itl, tpot, e2el = [], [], [], []
-    missing_usage = 0
-    for reply in replies:
-        if not reply.ok or reply.first_s is None:
-            continue
-        ttft.append(reply.first_s - reply.start_s)
-        e2el.append(reply.last_s - reply.start_s)
-        itl += [b - a for a, b in zip(reply.chunk_s, reply.chunk_s[1:])]
-        missing_usage += reply.usage_source == "missing"
-        tokens = output_tokens(reply)
-        if tokens > 1:
-            tpot.append((reply.last_s - reply.first_s) / (tokens - 1))
-    return {"ttft_s": stats.distribution(ttft), "itl_s": stats.distribution(itl),
-            "tpot_s": stats.distribution(tpot), "e2el_s": stats.distribution(e2el),
-            "usage_missing": missing_usage}
-
-
-def _counts(replies: list[Reply]) -> dict[str, int]:
-    return {"requests": len(replies), "ok": sum(r.ok for r in replies),
-            "errors": sum(r.status in (ERROR, TIMEOUT) for r in replies),
-            "timeouts": sum(r.status == TIMEOUT for r in replies),
-            "throttles": sum(r.status == THROTTLED for r in replies),
-            "degenerate": sum(r.status == DEGENERATE for r in replies)}
+    good = [r for r in replies if r.ok and r.first_s is not None]
+    return {**load_level.latencies(good),
+            "usage_missing": sum(r.usage_source == "missing" for r in good)}
 
 
 def stream(run: Run, rec: Recorder) -> dict[str, Any]:
+    ask, prompt_report = request_source(run, rec, run.plan.stream_tokens,
+                                        prompts.VARIANT_BASE["stream"])
     replies = []
     for i in range(run.plan.stream_requests):
         progress.emit("stream", "", i, run.plan.stream_requests)
-        replies.append(rec.send(forced_ask(run.plan.stream_tokens, True), index=i))
-    return {"tokens": run.plan.stream_tokens, **_counts(replies), **stream_metrics(replies),
-            "errors_seen": sorted({r.error for r in replies if r.error})[:5]}
-
-
-def _sleep_until(target_s: float) -> None:
-    delay = target_s - time.perf_counter()
-    if delay > 0:
-        time.sleep(delay)
-
-
-def send_batch(rec: Recorder, ask: Ask, concurrency: int, pool: ThreadPoolExecutor,
-               **extra: Any) -> tuple[float, list[Reply]]:
-    """`concurrency` copies of `ask` meant to leave together: (intended send time, replies).
-    Threads are armed a little ahead and sleep until the intended time."""
-    intended = time.perf_counter() + LOAD_LEAD_S
-
-    def one(_: int) -> Reply:
-        _sleep_until(intended)
-        return rec.send(ask, intended_s=intended, concurrency=concurrency, **extra)
-
-    return intended, list(pool.map(one, range(concurrency)))
-
-
-def load_level(rec: Recorder, ask: Ask, concurrency: int, batches: int,
-               pool: ThreadPoolExecutor) -> dict[str, Any]:
-    """`batches` bursts of `concurrency` requests sent together; latency counts from the
-    intended send time, so a slow client shows up as latency rather than hiding."""
-    rec.client.prepare(concurrency)
-    replies: list[Reply] = []
-    busy_s = 0.0
-    for batch in range(batches):
-        intended, done = send_batch(rec, ask, concurrency, pool, batch=batch)
-        busy_s += max(r.last_s for r in done) - intended
-        replies += done
-    good = [r for r in replies if r.ok]
-    tokens = sum(output_tokens(r) for r in good)
-    lag = [r.send_s - r.intended_s for r in replies]
-    return {"concurrency": concurrency, "batches": batches, **_counts(replies),
-            "output_tokens": tokens, "seconds": busy_s,
-            "tokens_per_s": tokens / busy_s if good and busy_s > 0 else None,
-            "usage_missing": sum(r.usage_source == "missing" for r in good),
-            "latency_s": stats.distribution(_seconds(r) for r in good),
-            "ttft_s": stats.distribution(r.first_s - r.start_s for r in good if r.first_s),
-            "scheduling_lag_s": stats.distribution(lag),
+        replies.append(rec.send(ask(i), index=i, prompt_tokens_asked=run.plan.prompt_tokens))
+    return {"tokens": run.plan.stream_tokens, **load_level.counts(replies),
+            **stream_metrics(replies), "prompt": prompt_report(replies),
             "errors_seen": sorted({r.error for r in replies if r.error})[:5]}
 
 
 def load(run: Run, rec: Recorder) -> dict[str, Any]:
+    """One level per concurrency (burst, concurrency modes) or per rate (rate mode, rising
+    when `sweep`); runners/measure/load/ has a module per profile, one record format."""
     plan = run.plan
-    ask = forced_ask(plan.load_tokens, True)
-    levels = []
-    with ThreadPoolExecutor(max_workers=max(plan.concurrency)) as pool:
-        for i, concurrency in enumerate(plan.concurrency):
-            progress.emit("load", f"concurrency {concurrency}", i, len(plan.concurrency))
-            with prometheus.level_window(rec.client, levels):  # window, server figures
-                levels.append(load_level(rec, ask, concurrency, plan.load_batches, pool))
-    return {"tokens": plan.load_tokens, "levels": levels}
+    ask, prompt_report = request_source(run, rec, plan.load_tokens,
+                                        prompts.VARIANT_BASE["load"])
+    extra = {"load_mode": plan.load_mode, "prompt_tokens_asked": plan.prompt_tokens,
+             "slo": plan.slo}
+    levels: list[dict[str, Any]] = []
+    replies: list[Reply] = []
+    notes: list[str] = []
+    result: dict[str, Any] = {"tokens": plan.load_tokens, "mode": plan.load_mode}
+    workers = max(plan.concurrency) if plan.load_mode != "rate" else plan.max_in_flight
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        if plan.load_mode == "rate":
+            def rate_level(rate: float, i: int) -> dict[str, Any]:
+                progress.emit("load", f"{rate:g} requests/s", i, len(plan.rates))
+                rec.client.prepare(min(plan.max_in_flight, max(1, round(rate))))
+                with prometheus.level_window(rec.client, levels):  # window, server figures
+                    figures, done = load_rate.run_level(
+                        rec, ask, rate, load_concurrency.window_from_now(plan), pool,
+                        arrival=plan.arrival, burstiness=plan.burstiness, seed=plan.seed + i,
+                        level=i, **extra)
+                    levels.append(figures)
+                replies.extend(done)
+                return figures
+
+            if plan.sweep:
+                _, result["sweep"] = load_sweep.run(plan.rates, rate_level)
+            else:
+                for i, rate in enumerate(plan.rates):
+                    merged = _merged_level(run, i, rate, notes)
+                    if merged:
+                        levels.append(merged)
+                    else:
+                        rate_level(rate, i)
+        else:
+            for i, concurrency in enumerate(plan.concurrency):
+                progress.emit("load", f"concurrency {concurrency}", i, len(plan.concurrency))
+                with prometheus.level_window(rec.client, levels):  # window, server figures
+                    if plan.load_mode == "burst":
+                        figures, done = load_burst.run_level(rec, ask, concurrency,
+                                                             plan.load_batches, pool, level=i,
+                                                             **extra)
+                    else:
+                        figures, done = load_concurrency.run_level(
+                            rec, ask, concurrency, load_concurrency.window_from_now(plan),
+                            pool, level=i, **extra)
+                    levels.append(figures)
+                replies += done
+    return {**result, "levels": levels, "prompt": prompt_report(replies),
+            "slo": slo.phase_block(levels, plan.slo),
+            "scale_out_notes": notes}
+
+
+def _merged_level(run: Run, index: int, rate: float, notes: list[str]
+                  ) -> dict[str, Any] | None:
+    """A scaled-out level from its shards' files, or None to send it here (no shards
+    planned; or the shards never wrote, then the level says so)."""
+    shards = load_scale_out.shards_for(rate, run.plan.runner_max_rate)
+    if shards == 1:
+        return None
+    files = [run.read(load_scale_out.shard_key(index, k)) for k in range(shards)]
+    if any(f is None for f in files):
+        notes.append(
+            f"level {index} ({rate:g}/s) needs {shards} runners but found "
+            f"{sum(f is not None for f in files)} shard file(s): sent by this runner alone")
+        return None
+    return load_scale_out.merge(run.plan, index, rate, files)
+
+
+def load_shard(run: Run, rec: Recorder, item: dict[str, Any]) -> dict[str, Any]:
+    """One scale-out shard: its share of one level's arrivals from the shared instant;
+    the replies' times on the epoch axis, for the load phase to merge."""
+    plan = run.plan
+    index, rate, shard, shards = item["level"], item["rate"], item["shard"], item["shards"]
+    ask, _ = request_source(run, rec, plan.load_tokens,
+                            prompts.shard_variant_base(index, shard))
+    offsets = load_scale_out.shard_offsets_s(plan, index, rate, shard, shards)
+    window = load_scale_out.window_at(plan, item["start_epoch"], perf=True)
+    with ThreadPoolExecutor(max_workers=plan.max_in_flight) as pool:
+        rec.client.prepare(min(plan.max_in_flight, max(1, round(rate / shards))))
+        _, replies = load_rate.run_level(
+            rec, ask, rate, window, pool, arrival=plan.arrival, burstiness=plan.burstiness,
+            seed=plan.seed + index, offsets_s=offsets, level=index, shard=shard,
+            load_mode=plan.load_mode, prompt_tokens_asked=plan.prompt_tokens)
+    return {"level": index, "rate": rate, "shard": shard, "shards": shards,
+            "start_epoch": item["start_epoch"], "scheduled": len(offsets),
+            "replies": [load_scale_out.reply_times(r) for r in replies]}
 
 
 def quality(run: Run, rec: Recorder) -> dict[str, Any]:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import io
 from typing import Any, Callable
 
-from runners.results import engine_section
+from runners.results import engine_section, workload_section
 
 NO_MATPLOTLIB = ("Charts skipped: matplotlib is not installed (it is an optional extra of the "
                  "local CLI: pip install -r requirements-local.txt).")
@@ -147,6 +147,11 @@ def run_charts(summary: dict[str, Any], files: dict[str, Any]) -> tuple[dict[str
              "throughput.png": _throughput_chart(plt, summary),
              "latency.png": _latency_chart(plt, summary),
              "device_utilization.png": _device_chart(plt, summary, files)}
+
+    def save(name: str, fig) -> None:
+        drawn[name] = _png(plt, fig)
+
+    workload_section.charts(summary, plt, save)  # context.png, load_levels.png
     pngs = {name: png for name, png in drawn.items() if png}
     return pngs, f"{len(pngs)} chart(s) drawn with matplotlib."
 

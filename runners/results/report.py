@@ -11,12 +11,13 @@ import json
 import statistics
 from typing import Any, Callable
 
-from runners.results import charts, engine_local_section, engine_section, html, intervals
+from runners.results import (charts, engine_local_section, engine_section, html,
+                             intervals, workload_section)
 from runners.results.store import KeyExists, ResultsStore, latest_attempt_key
 from runners.run_context import utc_now
 
 SCHEMA = "benchstack.summary/1"
-MEASURING = ("warmup", "decode", "stream", "load", "quality", "toolcall")
+MEASURING = ("warmup", "decode", "stream", "context", "load", "quality", "toolcall")
 PHASE_FILES = ("provision", "await_ready", *MEASURING, "teardown")
 DIST_KEYS = ("p50", "p90", "p99", "mean", "n")
 SERVER, ESTIMATE = "server usage", "estimate"
@@ -153,13 +154,11 @@ def build_summary(files: dict[str, Any]) -> dict[str, Any]:
                    "interval_95": decode_interval_95(decode)},
         "stream": _stream(stream, files.get("stream_requests") or []),
         "stream_tokens": stream.get("tokens"),
-        "load": [{"concurrency": lvl["concurrency"], "tokens_per_s": lvl["tokens_per_s"],
-                  "requests": lvl["requests"], "ok": lvl.get("ok"), "errors": lvl["errors"],
-                  "throttles": lvl["throttles"], "output_tokens": lvl.get("output_tokens"),
-                  "max_tokens": (files.get("load") or {}).get("tokens"),
-                  "latency_s": _dist(lvl["latency_s"]), "ttft_s": _dist(lvl.get("ttft_s")),
-                  "scheduling_lag_s": _dist(lvl.get("scheduling_lag_s"))}
-                 for lvl in load],
+        "load": [{**entry, "ok": lvl.get("ok"), "output_tokens": lvl.get("output_tokens"),
+                  "max_tokens": (files.get("load") or {}).get("tokens")}
+                 for entry, lvl in zip(workload_section.summary_load(load), load)],
+        "load_profile": workload_section.summary_load_profile(files.get("load")),
+        "context": workload_section.summary_context(files.get("context")),
         "token_source": token_sources(decode, stream, load),
         "quality": _quality(quality),
         "toolcall": {"supported": toolcall.get("supported"), "runs": toolcall.get("runs", 0),
@@ -303,7 +302,9 @@ def speeds_section(s: dict[str, Any], files: dict[str, Any]) -> list[str]:
 
 
 def load_section(s: dict[str, Any], files: dict[str, Any]) -> list[str]:
-    if not s["load"]:
+    """Levels by concurrency (burst and concurrency modes); rate levels are in the
+    workload section's table."""
+    if not s["load"] or not all(lvl["concurrency"] for lvl in s["load"]):
         return []
     base_ttft = next(((lvl.get("ttft_s") or {}).get("p50") for lvl in s["load"]
                       if lvl["concurrency"] == 1), None)
@@ -364,7 +365,7 @@ def quality_section(s: dict[str, Any], files: dict[str, Any]) -> list[str]:
 # whatever these produce, so a new section needs nothing else.
 SECTIONS: list[Callable[[dict[str, Any], dict[str, Any]], list[str]]] = [
     header_section, summary_section, speeds_section, load_section,
-    engine_local_section.lines, engine_section.lines, cost_section, phases_section,
+    workload_section.markdown_lines, engine_local_section.lines, engine_section.lines, cost_section, phases_section,
     quality_section,
 ]
 

@@ -102,20 +102,44 @@ class DeleteRefused(RuntimeError):
 @dataclass(frozen=True)
 class Ec2Fleets:
     """EC2 fleets (benchstack makes instant fleets). Deleting one terminates its instances;
-    any other type is swept too, since a maintain fleet would replace what we terminate."""
+    any other type is swept too, since a maintain fleet would replace what we terminate.
+
+    DescribeFleets without FleetIds never returns instant fleets (EC2 API reference,
+    DescribeFleets: "If a fleet is of type instant, you must specify the fleet ID ...
+    otherwise the fleet does not appear in the response"). So the ids of tagged fleets come
+    from DescribeTags (resource-type fleet), are described by id, and the listing without
+    ids adds any other fleet type."""
 
     name: str = "ec2-fleet"
     service: str = "ec2"
     follows_endpoints: bool = False
+    ids_per_call: int = 100  # the API documents no limit on FleetIds; chunks stay small
+
+    def _tagged_ids(self, client) -> list[str]:
+        filters = [{"Name": "resource-type", "Values": ["fleet"]},
+                   {"Name": "key", "Values": [tags.MANAGED]},
+                   {"Name": "value", "Values": ["true"]}]
+        ids: list[str] = []
+        for page in client.get_paginator("describe_tags").paginate(Filters=filters):
+            ids += [t["ResourceId"] for t in page["Tags"] if t["ResourceId"] not in ids]
+        return ids
+
+    def _fleets(self, client) -> Iterator[dict]:
+        ids = self._tagged_ids(client)
+        for start in range(0, len(ids), self.ids_per_call):
+            for page in client.get_paginator("describe_fleets").paginate(
+                    FleetIds=ids[start:start + self.ids_per_call]):
+                yield from page["Fleets"]
+        for page in client.get_paginator("describe_fleets").paginate():
+            yield from (f for f in page["Fleets"] if f["FleetId"] not in ids)
 
     def find(self, client, region: str) -> Iterator[Resource]:
-        for page in client.get_paginator("describe_fleets").paginate():
-            for fleet in page["Fleets"]:
-                found = _tag_dict(fleet.get("Tags", []))
-                if _managed(found):
-                    yield Resource(region=region, kind=self.name, id=fleet["FleetId"],
-                                   state=fleet.get("FleetState", "-"), tags=found,
-                                   created_at=fleet.get("CreateTime"))
+        for fleet in self._fleets(client):
+            found = _tag_dict(fleet.get("Tags", []))
+            if _managed(found):
+                yield Resource(region=region, kind=self.name, id=fleet["FleetId"],
+                               state=fleet.get("FleetState", "-"), tags=found,
+                               created_at=fleet.get("CreateTime"))
 
     def phase(self, state: str) -> str:
         return DELETING if state.startswith("deleted") else DELETABLE

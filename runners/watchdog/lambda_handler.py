@@ -6,9 +6,14 @@ from __future__ import annotations
 import os
 import time
 
-from runners.watchdog import report as watchdog_report
-from runners.watchdog import sweep as watchdog
-from runners.watchdog.clients import Clients
+from runners import sdk
+
+# Refuse to start on an SDK that would drop fields quietly, before anything imports it.
+sdk.require_botocore()
+
+from runners.watchdog import report as watchdog_report  # noqa: E402
+from runners.watchdog import sweep as watchdog  # noqa: E402
+from runners.watchdog.clients import Clients  # noqa: E402
 
 TIMEOUT_S = 300  # WatchdogStack's Lambda timeout: a third of the 15-minute schedule
 REPORT_MARGIN_S = 30  # Lambda time kept back for writing the audit, metrics and alert

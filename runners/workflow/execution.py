@@ -26,19 +26,32 @@ DATA_FUNCTION = "benchstack-runner-data"  # in the foundation VPC: the EC2 engin
 CONTROL_PHASES = ("provision", "await_ready", "teardown", "report")
 # What an in-VPC function without NAT cannot do: AWS APIs other than S3 (EC2, Pricing, SNS,
 # Step Functions).
-NEEDS_AWS_APIS = ("provision", "cost", "teardown", "report", "handoff")
+NEEDS_AWS_APIS = ("provision", "cost", "teardown", "report", "handoff", "check_instance")
 
 LAMBDA_MAX_TIMEOUT_S = 900
 HANDOFF = "handoff"  # not a phase: the step that continues a run in another region
+# Not phases either: the scale-out of the load phase (runners/measure/load/scale_out.py),
+# a plan step and a Map of shard steps that run before it; and, each poll round of an EC2
+# run, the control function (outside the VPC) asking the EC2 API for the instance's state,
+# which the in-VPC poller cannot: a terminated or stopped instance ends the wait within
+# one round.
+SCALE_OUT_PLAN = "load_scale_out"
+LOAD_SHARD = "load_shard"
+INSTANCE_CHECK = "check_instance"
+STEPS = (HANDOFF, SCALE_OUT_PLAN, LOAD_SHARD, INSTANCE_CHECK)
 # Seconds each step may run in one Lambda invocation; all under Lambda's 15 minutes.
 # await_ready is a single look (the state machine loops), so it is short.
 PHASE_TIMEOUT_S: dict[str, int] = {
     HANDOFF: 60,
+    SCALE_OUT_PLAN: 60,
+    LOAD_SHARD: 840,
+    INSTANCE_CHECK: 60,
     "provision": 300,
     "await_ready": 60,
     "warmup": 600,
     "decode": 600,
     "stream": 600,
+    "context": 840,
     "load": 840,
     "quality": 840,
     "toolcall": 300,
@@ -125,6 +138,8 @@ def limits(experiment: dict[str, Any]) -> dict[str, Any]:
         "teardown_retry_seconds": TEARDOWN_RETRY_SECONDS,
         # The client must sit in the placement's region (EC2: the VPC's private address).
         "same_region_client": backend == "ec2",
+        # The await loop looks at the instance from outside the VPC too (INSTANCE_CHECK).
+        "check_instance": backend == "ec2",
     }
 
 
@@ -165,6 +180,6 @@ def execution_input(experiment: dict[str, Any], *, run_id: str, home_region: str
         },
         "regions": regions,
         "region_index": region_index,
-        "functions": {p: function_for(p, experiment["backend"]) for p in (*PHASES, HANDOFF)},
+        "functions": {p: function_for(p, experiment["backend"]) for p in (*PHASES, *STEPS)},
         "limits": limits(experiment),
     }

@@ -11,9 +11,14 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from runners.providers.base import ProvisionError
-from runners.workflow import execution as workflow
-from runners.workflow import phases
+from runners import sdk
+
+# Refuse to start on an SDK that would drop fields quietly, before anything imports it.
+sdk.require_botocore()
+
+from runners.providers.base import ProvisionError  # noqa: E402
+from runners.workflow import execution as workflow  # noqa: E402
+from runners.workflow import phases  # noqa: E402
 
 
 ERROR_CHARS = 1000  # of an error message kept in the workflow's state
@@ -84,12 +89,30 @@ def _checked_size(phase: str, result: Any) -> Any:
     return result
 
 
+def check_instance(event: dict[str, Any]) -> dict[str, Any]:
+    """One look at the placed instance from the control function: {"status": "failed" |
+    "alive", "placement", "message"}. Nothing is written; a failure's reason travels in
+    the placement to the teardown and the run's cause."""
+    from runners.run_context import Run
+
+    context = phase_context(event)
+    look = Run(context).provider.check_instance(context["placement"] or {})
+    return {"status": look["state"], "placement": look["placement"],
+            "message": (look.get("message") or "")[:ERROR_CHARS]}
+
+
 def handler(event: dict[str, Any], context: Any = None) -> dict[str, Any]:
     phase = event["phase"]
+    if phase == workflow.INSTANCE_CHECK:
+        return _checked_size(phase, check_instance(event))
     if phase == workflow.HANDOFF:
         from runners.workflow import start  # boto3 is imported only where it is used
 
         return start.hand_off(event)
+    if phase == workflow.SCALE_OUT_PLAN:
+        return _checked_size(phase, phases.scale_out_plan(phase_context(event)))
+    if phase == workflow.LOAD_SHARD:
+        return _checked_size(phase, phases.load_shard(phase_context(event), event["shard"]))
     answer = phases.run_phase(phase, phase_context(event))
     if answer.get("error"):  # the whole error is in the phase's record
         answer["error"] = str(answer["error"])[:ERROR_CHARS]

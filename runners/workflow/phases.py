@@ -21,7 +21,9 @@ from typing import Any, Callable
 
 from runners import code_digest, progress
 from runners.cost import phase as cost_phase
+from runners.measure import context as measure_context
 from runners.measure import phases as measure
+from runners.measure.load import scale_out as measure_scale_out
 from runners.measure.recorder import Recorder
 from runners.providers.base import ProvisionError
 from runners.results import report
@@ -30,7 +32,7 @@ from runners.run_context import Run, utc_from_epoch, utc_now
 
 PHASES: tuple[str, ...] = (
     "provision", "await_ready",
-    "warmup", "decode", "stream", "load", "quality", "toolcall",
+    "warmup", "decode", "stream", "context", "load", "quality", "toolcall",
     "cost",
     "teardown", "report",
 )
@@ -195,11 +197,37 @@ _RUNNERS: dict[str, Callable[[Run], Any]] = {
     "await_ready": await_ready,
     **{name: _measuring(getattr(measure, name), name)
        for name in ("warmup", "decode", "stream", "load", "quality", "toolcall")},
+    "context": _measuring(measure_context.run, "context"),
     "cost": cost,
     "teardown": teardown,
     "report": lambda run: (report.write_report(run.store, run.prefix), {}),
 }
 assert set(_RUNNERS) == set(PHASES), "every phase in PHASES needs a runner, and only those"
+
+
+def scale_out_plan(context: dict[str, Any]) -> dict[str, Any]:
+    """The workflow's "load_scale_out" step: which load levels run as a Map of shards."""
+    return measure_scale_out.plan(Run(context).plan, time.time())
+
+
+def load_shard(context: dict[str, Any], item: dict[str, Any]) -> dict[str, Any]:
+    """The workflow's "load_shard" step: one shard of a scaled-out load level, written
+    where the load phase merges it (runners/measure/load/scale_out.py)."""
+    run = Run(context)
+    client = run.provider.client(run.context.get("placement"))
+    rec = Recorder(run, "load", client)
+    try:
+        result = measure.load_shard(run, rec, item)
+    finally:
+        client.close()
+    level, shard = item["level"], item["shard"]
+    if rec.lines:
+        run.store.put_text(run.key(measure_scale_out.shard_records_key(level, shard)),
+                           "\n".join(rec.lines) + "\n", "application/x-ndjson")
+    key = run.key(measure_scale_out.shard_key(level, shard))
+    run.store.put_json(key, result)
+    return {"phase": "load_shard", "state": "done", "key": key, "level": level,
+            "shard": shard, "requests": len(result["replies"])}
 
 
 def _state(name: str, result: dict[str, Any]) -> str:

@@ -99,6 +99,9 @@ def hand_off(event: dict[str, Any], *, session=None) -> dict[str, Any]:
 
 def trigger_handler(event: dict[str, Any], context: Any = None) -> dict[str, Any]:
     """The deploy trigger: start the experiment this stack deployed, in this region."""
+    from runners import sdk
+
+    sdk.require_botocore()
     started = start_run(os.environ["BENCHSTACK_EXPERIMENT"], os.environ["AWS_REGION"])
     print(json.dumps(started))  # the run's address, in the trigger's log
     return started

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from benchstack_constructs import runner_bundle
 from runners.workflow import execution as workflow
 from runners.workflow.phases import PHASES
 from stacks import names
@@ -57,14 +58,34 @@ def test_asl_validator_rejects_a_broken_definition(definition, tmp_path):
 
 def test_every_phase_is_a_task_in_order_from_the_phase_list(definition):
     tasks = _lambda_tasks(definition)
-    assert set(PHASES) | {"HandOff"} == set(tasks)
+    assert set(PHASES) | {"HandOff", "LoadScaleOut", "CheckInstance"} == set(tasks)
     for name, task in tasks.items():
         phase = task["Parameters"]["Payload"]["phase"]
         assert task["Parameters"]["FunctionName.$"] == f"$.functions.{phase}"
     measured = workflow.measurement_phases()
     for here, there in zip(measured, measured[1:]):
-        assert definition["States"][here]["Next"] == there
+        # load is entered through its scale-out steps (test below)
+        assert definition["States"][here]["Next"] == ("LoadScaleOut" if there == "load"
+                                                      else there)
     assert definition["States"][measured[-1]]["Next"] == "MeasuredAll"
+
+
+def test_load_is_entered_through_a_scale_out_map_that_cannot_fail_the_run(definition):
+    states = definition["States"]
+    assert states["LoadScaleOut"]["Next"] == "ScaleOut"
+    assert states["LoadScaleOut"]["Catch"][0]["Next"] == "teardown"
+    (choice,) = states["ScaleOut"]["Choices"]
+    assert (choice["Variable"], choice["BooleanEquals"], choice["Next"]) == (
+        "$.scale_out.enabled", True, "LoadShards")
+    assert states["ScaleOut"]["Default"] == "load"
+    shards = states["LoadShards"]
+    assert shards["Type"] == "Map" and shards["ItemsPath"] == "$.scale_out.items"
+    assert shards["ItemSelector"]["shard.$"] == "$$.Map.Item.Value"
+    assert shards.get("MaxConcurrency", 0) == 0  # every shard at once, to meet its instant
+    assert shards["Next"] == "load" and shards["Catch"][0]["Next"] == "load"
+    shard = shards["ItemProcessor"]["States"]["LoadShard"]
+    assert shard["Parameters"]["FunctionName.$"] == f"$.functions.{workflow.LOAD_SHARD}"
+    assert shard["TimeoutSeconds"] == workflow.phase_timeout_s(workflow.LOAD_SHARD) < 900
 
 
 def test_every_task_retries_lambda_errors_with_full_jitter(definition):
@@ -226,7 +247,7 @@ def test_only_the_first_region_starts_a_run_on_deploy(templates, experiments):
     assert trigger["Properties"]["ExecuteOnHandlerChange"] is True
 
 
-def test_runner_asset_holds_the_runners_package_only(assembly):
+def test_runner_asset_holds_the_runners_package_and_the_pinned_sdk(assembly):
     benchmark = assembly.get_stack_by_name(names.benchmark(REGION))
     manifest = json.loads((Path(assembly.directory) /
                            f"{benchmark.stack_name}.assets.json").read_text())
@@ -235,10 +256,17 @@ def test_runner_asset_holds_the_runners_package_only(assembly):
     assert folders
     for folder in folders:
         root = Path(assembly.directory) / folder
-        top = sorted(p.name for p in root.iterdir())
-        assert top == ["runners"], top
+        packages = sorted(p.name for p in root.iterdir() if not p.name.endswith(".dist-info"))
+        assert packages == ["boto3", "botocore", "dateutil", "jmespath", "runners",
+                            "s3transfer", "six.py", "urllib3"], packages
         assert (root / "runners" / "workflow" / "lambda_handler.py").exists()
-        assert not list(root.rglob("__pycache__"))
+        assert not list(root.rglob("__pycache__")) and not list(root.rglob("*.sh"))
+        pinned = runner_bundle.pins()
+        for name in runner_bundle.PINNED:
+            (info,) = root.glob(f"{name}-*.dist-info")
+            assert info.name == f"{name}-{pinned[name]}.dist-info"
+        version = (root / "botocore" / "__init__.py").read_text()
+        assert f"__version__ = '{pinned['botocore']}'" in version
 
 
 def test_the_control_function_caches_prices_where_lambda_can_write(benchmark):

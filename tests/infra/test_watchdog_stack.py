@@ -23,6 +23,7 @@ DELETES = {"sagemaker:DeleteEndpoint", "sagemaker:DeleteEndpointConfig",
 # actions with no resource-level permissions: the only ones allowed on "*"
 STAR_ACTIONS = {"sagemaker:ListEndpoints", "sagemaker:ListEndpointConfigs",
                 "sagemaker:ListModels", "ec2:DescribeInstances", "ec2:DescribeFleets",
+                "ec2:DescribeTags",
                 "cloudwatch:PutMetricData"}
 
 
@@ -78,15 +79,20 @@ def test_function_runs_the_runners_code_within_the_schedule(template):
         iter(resources(template, "AWS::Logs::LogGroup")))}
 
 
-def test_asset_is_the_runners_package_and_nothing_else(assembly):
+def test_asset_is_the_runners_package_and_the_pinned_sdk(assembly):
     manifest = Path(assembly.directory) / f"{names.watchdog()}.assets.json"
     (source,) = [f["source"] for f in json.loads(manifest.read_text())["files"].values()
                  if f["source"].get("packaging") == "zip"]
     folder = Path(assembly.directory) / source["path"]
     files = sorted(str(p.relative_to(folder)) for p in folder.rglob("*") if p.is_file())
     assert "runners/watchdog/lambda_handler.py" in files and "runners/tags.py" in files
-    # code, and the data files the runners read (the checked-in prices)
-    assert all(f.startswith("runners/") and f.endswith((".py", ".json")) for f in files), files
+    # code, and the data files the runners read (the checked-in prices, workload presets)
+    ours = [f for f in files if f.startswith("runners/")]
+    assert all(f.endswith((".py", ".json", ".toml")) for f in ours), ours
+    # the rest is the SDK (benchstack_constructs/runner_bundle.py)
+    assert {f.split("/")[0].split("-")[0] for f in files if f not in ours} == {
+        "boto3", "botocore", "s3transfer", "jmespath", "dateutil", "python_dateutil",
+        "six.py", "six", "urllib3"}
     assert not [f for f in files if "__pycache__" in f or "/." in f]
 
 
@@ -176,16 +182,17 @@ def _built(tmp_path, **context):
 
 def test_settings_from_context_and_a_foundation_for_the_home_region(tmp_path):
     built, assembly = _built(tmp_path, watchdog_region="eu-west-1",
-                             watchdog_regions="us-east-1,eu-west-1", watchdog_dry_run="true",
-                             watchdog_rate_minutes=30)
-    assert built.watchdog.settings == WatchdogSettings("eu-west-1", ("us-east-1", "eu-west-1"),
-                                                       30, True)
+                             watchdog_regions="us-east-1,us-west-2,eu-west-1",
+                             watchdog_dry_run="true", watchdog_rate_minutes=30)
+    assert built.watchdog.settings == WatchdogSettings(
+        "eu-west-1", ("us-east-1", "us-west-2", "eu-west-1"), 30, True)
     assert names.foundation("eu-west-1") in {s.stack_name for s in assembly.stacks}
     template = assembly.get_stack_by_name(names.watchdog()).template
     assert only(template, "AWS::Events::Rule")["Properties"]["ScheduleExpression"] == \
         "rate(30 minutes)"
     env = only(template, "AWS::Lambda::Function")["Properties"]["Environment"]["Variables"]
-    assert (env["WATCHDOG_REGIONS"], env["WATCHDOG_DRY_RUN"]) == ("us-east-1,eu-west-1", "true")
+    assert (env["WATCHDOG_REGIONS"], env["WATCHDOG_DRY_RUN"]) == (
+        "us-east-1,us-west-2,eu-west-1", "true")
 
 
 def test_no_watchdog_without_a_cloud_experiment(tmp_path):
@@ -227,5 +234,25 @@ def test_the_alarm_may_publish_to_the_home_alerts_topic(templates):
                and "cloudwatch.amazonaws.com" in s["Principal"]["Service"]]
     assert len(allowed) == 1
     assert allowed[0]["Action"] == "sns:Publish"
-    assert allowed[0]["Condition"] == {"StringEquals": {"aws:SourceAccount": {
-        "Ref": "AWS::AccountId"}}}
+    assert allowed[0]["Condition"]["StringEquals"] == {"aws:SourceAccount": {
+        "Ref": "AWS::AccountId"}}
+    assert "cloudwatch:*:" in json.dumps(allowed[0]["Condition"]["ArnLike"])
+
+
+def test_an_experiment_region_the_watchdog_does_not_sweep_is_refused_in_one_line(tmp_path):
+    with pytest.raises(experiment.ExperimentError) as caught:
+        _built(tmp_path, watchdog_regions="us-east-1,us-east-2")
+    assert str(caught.value) == (
+        f"{EXPERIMENTS_DIR / 'e2b-fp16-g5g.toml'}: regions: us-west-2 not swept by the "
+        "watchdog (watchdog_regions: us-east-1,us-east-2); add it with -c "
+        "watchdog_regions=us-east-1,us-east-2,us-west-2 or in cdk.json")
+
+
+def test_deploying_an_engine_image_in_the_example_account_is_refused(tmp_path):
+    exp = experiment.find(EXPERIMENTS_DIR, "e2b-fp16-g5g")
+    app = App(outdir=str(tmp_path), context=cdk_context())
+    with pytest.raises(experiment.ExperimentError) as caught:
+        build(app, [exp], validate=False, account="123456789012")
+    assert str(caught.value).startswith(
+        f"{exp.source}: ec2.engine_image: '111122223333.dkr.ecr.us-east-1.amazonaws.com/"
+        "vllm-sm75:0.27.2rc0' is in AWS's example account 111122223333; push the image")

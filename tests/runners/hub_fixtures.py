@@ -48,18 +48,31 @@ class FakeHub:
         self.status: dict[str, int] = {}
         self.log: list[tuple[str, str | None]] = []
         self.redirect_weights = redirect_weights  # like the Hub: weights live on a CDN
+        self.gated: dict[str, str] = {}  # repo -> "auto" | "manual" (the model API's field)
+        self.token: str | None = None  # when set, a gated repo's files need it
+        self.auth: list[str | None] = []  # the Authorization header of every request
 
     def add(self, repo: str, files: dict[str, bytes]) -> None:
         self.repos[repo] = files
 
-    def answer(self, path: str, range_header: str | None) -> tuple[int, bytes]:
+    def answer(self, path: str, range_header: str | None,
+               auth: str | None = None) -> tuple[int, bytes]:
         self.log.append((path, range_header))
+        self.auth.append(auth)
         if self.redirect_weights and path.endswith(".safetensors") and not path.startswith("/cdn"):
             return 302, f"/cdn{path}".encode()
+        api = re.fullmatch(r"/api/models/(.+?/.+?)", path)
+        if api:
+            repo = api.group(1)
+            if repo not in self.repos:
+                return 404, b""
+            return 200, json.dumps({"id": repo, "gated": self.gated.get(repo, False)}).encode()
         match = re.fullmatch(r"(?:/cdn)?/(.+?/.+?)/resolve/main/(.+)", path)
         if not match:
             return 404, b""
         repo, filename = match.groups()
+        if repo in self.gated and self.auth[-1] != f"Bearer {self.token}":
+            return 401, b""
         if repo in self.status:
             return self.status[repo], b""
         data = self.repos.get(repo, {}).get(filename)
@@ -72,7 +85,8 @@ class FakeHub:
 
     def fetch(self, url: str, headers: dict[str, str], max_bytes: int) -> bytes:
         """Injected in place of preflight.http_fetch."""
-        status, body = self.answer(re.sub(r"^https?://[^/]+", "", url), headers.get("Range"))
+        status, body = self.answer(re.sub(r"^https?://[^/]+", "", url), headers.get("Range"),
+                                   headers.get("Authorization"))
         if status >= 400:
             raise preflight.FetchError(url, status, "fake hub")
         return body[:max_bytes]
@@ -87,7 +101,8 @@ class LoopbackHub:
 
         class Handler(BaseHTTPRequestHandler):
             def do_GET(self):  # noqa: N802 - http.server's name
-                status, body = outer.hub.answer(self.path, self.headers.get("Range"))
+                status, body = outer.hub.answer(self.path, self.headers.get("Range"),
+                                                self.headers.get("Authorization"))
                 self.send_response(status)
                 if status == 302:
                     self.send_header("Location", body.decode())

@@ -284,7 +284,9 @@ def test_offerings_leave_out_zones_without_the_type():
     request = cloud.clients[("ec2", "us-east-2")]._stub_request
     overrides = [o for c in request["LaunchTemplateConfigs"] for o in c["Overrides"]]
     assert [o["SubnetId"] for o in overrides] == ["subnet-us-east-2c"]
-    assert {s["az"] for s in placement["skipped"]} == {"us-east-2a", "us-east-2b"}
+    assert placement["skipped"] == [{
+        "reason": "not offered in this AZ (DescribeInstanceTypeOfferings)",
+        "where": ["trn1.2xlarge@us-east-2a", "trn1.2xlarge@us-east-2b"]}]
     assert placement["az"] == "us-east-2c"
 
 

@@ -120,7 +120,7 @@ def test_an_answer_too_big_for_the_state_is_refused_with_the_remedy(answer):
 
 
 def test_the_lambda_asset_holds_everything_the_handlers_import(tmp_path):
-    """The runner functions ship runners/ alone (benchstack_constructs/runner_function.py):
+    """The runner functions ship runners/ and the SDK (benchstack_constructs/runner_bundle.py):
     every handler, and every provider and client a phase loads, must import from it."""
     import shutil
     import subprocess

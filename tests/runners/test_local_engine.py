@@ -50,6 +50,7 @@ def test_local_engine_end_to_end(tmp_path):
     outcome = driver.run_experiment(str(exp), str(tmp_path))
     states = {r["phase"]: r["state"] for r in outcome["results"]}
     assert states.pop("quality") == "skipped"  # quality_suite = "none" keeps this test short
+    assert states.pop("context") == "skipped"  # no context_lengths: the same
     assert set(states.values()) == {"done"}, outcome["results"]
     folder = tmp_path / outcome["context"]["run_prefix"]
     summary = json.loads((folder / "summary.json").read_text())

@@ -43,7 +43,7 @@ def test_a_consistent_w4a16_checkpoint_passes_over_http_reading_headers_only(hub
                    or "00001" in path]
     assert [rng for _, rng in shard_reads if rng == "bytes=0-7"] == ["bytes=0-7"] * 2
     assert all(rng is not None and rng.startswith("bytes=") for _, rng in shard_reads)
-    assert len(hub.log) == 2 + 2 * 2
+    assert len(hub.log) == 1 + 2 + 2 * 2  # the model API (gated?), then the files
 
 
 def test_range_headers_survive_the_redirect_to_the_weights_cdn():
@@ -226,3 +226,27 @@ def test_cli_preflight_failure_is_one_line(hub, served):
     (line,) = out.stderr.strip().splitlines()
     assert line.startswith("preflight failed: google/gemma-4-E2B-it-qat-w4a16-ct: 1 Linear "
                            "layer(s) stored at 16-bit are missing from quantization_config.ignore")
+
+
+def test_a_gated_model_without_a_token_stops_in_one_line_and_with_one_is_read_with_it(
+        hub, monkeypatch):
+    for key in preflight.TOKEN_ENV:
+        monkeypatch.delenv(key, raising=False)
+    hub.add(REPO, w4a16_model(ignore=["re:.*vision_tower.*"]))
+    hub.gated[REPO], hub.token = "manual", "hf_test_token"
+    with pytest.raises(preflight.PreflightError) as caught:
+        preflight.run(sagemaker_experiment(), fetch=hub.fetch)
+    assert str(caught.value).startswith(f"{REPO} is gated (manual) on the Hub and no token "
+                                        "is set: accept its licence there, then set HF_TOKEN")
+    monkeypatch.setenv("HF_TOKEN", "hf_test_token")
+    report = preflight.run(sagemaker_experiment(), fetch=hub.fetch)
+    assert report["access"] == {"gated": "manual", "token": "set"}
+    assert set(hub.auth[-6:]) == {"Bearer hf_test_token"}  # every read carried it
+
+
+def test_an_ungated_model_reports_no_gate_and_whether_a_token_is_set(hub, monkeypatch):
+    for key in preflight.TOKEN_ENV:
+        monkeypatch.delenv(key, raising=False)
+    hub.add(REPO, w4a16_model(ignore=["re:.*vision_tower.*"]))
+    report = preflight.run(sagemaker_experiment(), fetch=hub.fetch)
+    assert report["access"] == {"gated": False, "token": "not set"}

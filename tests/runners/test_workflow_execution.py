@@ -285,7 +285,7 @@ def test_ec2_measures_through_the_in_vpc_function(aws, monkeypatch):
     assert end["status"] == "SUCCEEDED"
     used = {event["phase"]: fn for fn, event in aws["invocations"]}
     assert {p for p, fn in used.items() if fn == workflow.DATA_FUNCTION} == {
-        "await_ready", *(p for p in MEASURED if p != "cost")}
+        "await_ready", workflow.SCALE_OUT_PLAN, *(p for p in MEASURED if p != "cost")}
     assert used["provision"] == used["teardown"] == workflow.CONTROL_FUNCTION
 
 
@@ -348,3 +348,58 @@ def test_every_attempt_of_a_repeated_step_is_kept(aws, monkeypatch):
     assert read("provision.2.json")["placement"]["region"] == OTHER
     assert read("teardown.json")["state"] == "retry-later"
     assert read("teardown.2.json")["state"] == "deleted"
+
+
+class _LoopbackProvider:
+    """What a placed endpoint hands out, pointed at the loopback server."""
+
+    def __init__(self, base_url):
+        self.base_url = base_url
+
+    def client(self, placement):
+        from runners.backends.openai_http import OpenAIHTTPClient
+
+        return OpenAIHTTPClient(self.base_url, "loopback")
+
+
+def test_a_level_above_one_runner_runs_as_a_map_of_shards_merged_into_one_level(
+        aws, monkeypatch, loopback):
+    """rates [2, 6] with runner_max_rate 4: level 1 is sent by 2 shard invocations that
+    share one start instant; load merges their records, level 0 it sends itself."""
+    from runners import providers
+    from runners.measure.load import scale_out
+
+    server = loopback()
+    monkeypatch.setattr(scale_out, "LEAD_S", 1.0)
+    monkeypatch.setattr(providers, "for_experiment",
+                        lambda exp, **kw: _LoopbackProvider(server.base_url))
+    snapshot = experiment_snapshot("sagemaker")
+    snapshot["benchmark"].update(load_mode="rate", rates=[2.0, 6.0], runner_max_rate=4.0,
+                                 load_duration_s=3.0, load_warmup_s=0.5, load_cooldown_s=0.5,
+                                 arrival="constant", load_tokens=8, context_lengths=[])
+    fake = Scenario(overrides={"load": phases._RUNNERS["load"]})
+    fake.install(monkeypatch)
+    end = _run(aws, _input(snapshot))
+    assert end["status"] == "SUCCEEDED", end
+    shard_events = [e for _, e in aws["invocations"] if e["phase"] == workflow.LOAD_SHARD]
+    assert sorted(e["shard"]["shard"] for e in shard_events) == [0, 1]
+    assert {e["shard"]["level"] for e in shard_events} == {1}
+    assert len({e["shard"]["start_epoch"] for e in shard_events}) == 1  # one instant
+    assert all(e["placement"] == {"region": HOME, "endpoint_name": "benchstack-x"}
+               for e in shard_events)
+    s3 = boto3.client("s3")
+    load = json.loads(s3.get_object(Bucket=BUCKETS[HOME], Key=f"{PREFIX}load.json")["Body"]
+                      .read())
+    first, second = load["levels"]
+    assert first.get("shards") is None and first["scheduled"] == 6
+    # The Map ran both shards at once: together they sent the level's rate, on time.
+    assert second["sent_per_s"] == pytest.approx(6.0, rel=0.1)
+    assert second["scheduling_lag_s"]["p99"] < 0.1
+    assert second["shards"] == 2 and second["scheduled"] == 18  # 6/s for 3 s, split 9 + 9
+    assert second["requests"] + second["cut_requests"] == 18 and second["errors"] == 0
+    assert load["scale_out_notes"] == []
+    keys = {o["Key"].removeprefix(PREFIX) for o in
+            s3.list_objects_v2(Bucket=BUCKETS[HOME], Prefix=PREFIX)["Contents"]}
+    assert {"load/shard-1-0.json", "load/shard-1-1.json", "requests/load.shard-1-0.jsonl",
+            "requests/load.shard-1-1.jsonl"} <= keys
+

@@ -11,6 +11,7 @@ import pytest
 
 from runners import experiment
 from runners.experiment import ExperimentError, parse
+from tests.conftest import EXPERIMENTS_DIR
 
 SAGEMAKER = {
     "name": "sm",
@@ -275,3 +276,35 @@ def test_nan_in_a_toml_file_is_one_line(tmp_path):
                     'served_name = "x"\nbuild = "x"\nprecision = "bf16"\n')
     with pytest.raises(ExperimentError, match=r"nanny.toml: ttl_hours: nan is not a finite"):
         experiment.load(path)
+
+
+def test_an_engine_image_without_a_registry_is_refused_in_one_line(tmp_path):
+    """A bare name is Docker Hub's library/ namespace: the instance would fail to pull it
+    and bill while the run waits (experiments/e2b-fp16-g5g.toml once named one)."""
+    import re
+
+    from runners import experiment as schema
+
+    source = (EXPERIMENTS_DIR / "e2b-fp16-g5g.toml").read_text()
+    for image, ok in [("vllm-sm75:0.27.2rc0", False), ("vllm/vllm-openai", False),
+                      ("vllm/vllm-openai:v0.30.0", True),
+                      ("123456789012.dkr.ecr.us-west-2.amazonaws.com/vllm-sm75:0.27.2rc0", True),
+                      ("public.ecr.aws/neuron/vllm@sha256:" + "0" * 64, True)]:
+        path = tmp_path / "e2b-fp16-g5g.toml"
+        path.write_text(re.sub(r'engine_image = ".*"', f'engine_image = "{image}"', source))
+        if ok:
+            assert schema.load(path).ec2.engine_image == image
+            continue
+        with pytest.raises(schema.ExperimentError) as caught:
+            schema.load(path)
+        message = str(caught.value)
+        assert message.startswith(f"{path}: ec2.engine_image: {image!r} names no registry")
+        assert "\n" not in message
+
+
+def test_the_shipped_g5g_experiment_names_an_ecr_image():
+    from runners import experiment as schema
+    from runners.providers.ec2.user_data import ecr_image
+
+    exp = schema.load(EXPERIMENTS_DIR / "e2b-fp16-g5g.toml")
+    assert ecr_image(exp.ec2.engine_image) is not None

@@ -18,6 +18,9 @@ THROTTLING_CODES = frozenset({
     "Throttling", "ThrottlingException", "TooManyRequestsException",  # SSM and others
     "InternalError", "InternalFailure", "ServiceUnavailable", "Unavailable",  # retry-safe 5xx
 })
+# An id EC2 has just returned may not be visible to the next call yet: "Eventual
+# consistency in the Amazon EC2 API" (EC2 API reference) says to retry with backoff.
+NOT_YET_VISIBLE_CODES = frozenset({"InvalidInstanceID.NotFound"})
 MAX_ATTEMPTS = 6
 BASE_DELAY_S = 0.5
 MAX_DELAY_S = 20.0
@@ -35,14 +38,17 @@ def backoff_delay_s(attempt: int, rng: random.Random, base_s: float = BASE_DELAY
 
 def call(operation: Callable[..., dict[str, Any]], /, *, attempts: int = MAX_ATTEMPTS,
          sleep: Callable[[float], None] = time.sleep, rng: random.Random | None = None,
-         **params: Any) -> dict[str, Any]:
-    """`operation(**params)`, retried while it is throttled; the last error is raised."""
+         also_retry: frozenset[str] = frozenset(), **params: Any) -> dict[str, Any]:
+    """`operation(**params)`, retried while it is throttled (or fails with a code in
+    `also_retry`, e.g. NOT_YET_VISIBLE_CODES for an id just created); the last error is
+    raised."""
     rng = rng or random.Random()
+    retried = THROTTLING_CODES | also_retry
     for attempt in range(attempts):
         try:
             return operation(**params)
         except ClientError as exc:
-            if error_code(exc) not in THROTTLING_CODES or attempt == attempts - 1:
+            if error_code(exc) not in retried or attempt == attempts - 1:
                 raise
             sleep(backoff_delay_s(attempt, rng))
     raise AssertionError("unreachable: the loop returns or raises")

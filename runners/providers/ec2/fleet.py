@@ -8,6 +8,7 @@ placement's record of refusals.
 
 from __future__ import annotations
 
+import json
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -17,6 +18,9 @@ LAUNCH_TEMPLATES_PARAMETER = "/benchstack/ec2/{experiment}/launch-templates"
 # Published by the foundation stack (stacks/names.py foundation_parameter); a test keeps
 # the two in step. Runners do not import the CDK side.
 SUBNETS_PARAMETER = "/benchstack/foundation/public-subnet-ids"
+# Of the 8 KiB a workflow task may return (runners/workflow/execution.py MAX_RESULT_BYTES),
+# what the placement may take; the rest is the task's status, key and error message.
+PLACEMENT_MAX_BYTES = 4 * 1024
 
 # Per-override error codes (EC2 API reference, "Error codes"). Capacity: this pool cannot
 # fill the request now, another zone or region may. Quota: the account's limit; no other
@@ -183,3 +187,39 @@ def refusal_error(region: str, refused: list[dict[str, Any]], market: str,
 
 def as_dicts(chosen: list[Candidate]) -> list[dict[str, Any]]:
     return [asdict(c) for c in chosen]
+
+
+def _json_bytes(value: Any) -> int:
+    return len(json.dumps(value, separators=(",", ":")).encode())
+
+
+def _where_text(entry: dict[str, Any]) -> str:
+    return f"{entry.get('instance_type')}" + (f"@{entry['az']}" if entry.get("az") else "")
+
+
+def compact(placement: dict[str, Any], max_bytes: int = PLACEMENT_MAX_BYTES) -> dict[str, Any]:
+    """The placement as the workflow carries it: every override tried and skipped as
+    "type@az" (skips grouped by reason), refusals with EC2's messages while they fit in
+    `max_bytes`; past that the messages go (longest first), then refusals are grouped by
+    code. Each step keeps every type and zone named, so the record still says what was
+    refused where; only the wording of EC2's messages can be lost."""
+    out = dict(placement)
+    out["tried"] = [_where_text(c) for c in placement.get("tried", [])]
+    skipped: dict[str, list[str]] = {}
+    for entry in placement.get("skipped", []):
+        skipped.setdefault(entry["reason"], []).append(_where_text(entry))
+    out["skipped"] = [{"reason": reason, "where": where} for reason, where in skipped.items()]
+    refused = [dict(r) for r in placement.get("refused", [])]
+    out["refused"] = refused
+    for entry in sorted(refused, key=lambda r: len(r.get("message") or ""), reverse=True):
+        if _json_bytes(out) <= max_bytes:
+            return out
+        entry.pop("message", None)
+        entry.pop("subnet_id", None)
+    if _json_bytes(out) > max_bytes:
+        grouped: dict[tuple[str, str], list[str]] = {}
+        for entry in refused:
+            grouped.setdefault((entry["code"], entry["kind"]), []).append(_where_text(entry))
+        out["refused"] = [{"code": code, "kind": kind, "where": where}
+                          for (code, kind), where in grouped.items()]
+    return out

@@ -4,7 +4,10 @@ experiment stack's launch templates.
 provision   one CreateFleet (type instant) per region over every (instance type x AZ)
             the catalog and DescribeInstanceTypeOfferings allow; a region without
             capacity raises ProvisionError("capacity") so the caller tries the next one.
-poll_ready  one look: the instance's state, then the engine's /health and /v1/models.
+poll_ready  one look: the instance's state, then the engine's /health and /v1/models (in
+            the VPC, where the EC2 API is out of reach, the engine's answer alone).
+check_instance  the workflow's look at the instance from outside the VPC, each poll round:
+            a terminated or stopped instance ends the wait with its state reason.
 teardown    DeleteFleets with TerminateInstances, and TerminateInstances itself: the
             instance is what bills, so both are asked and either suffices.
 
@@ -73,9 +76,10 @@ class Ec2Provider(Provider):
                              "such as http://127.0.0.1:8000")
         self._sleep, self._rng, self._now = sleep, rng or random.Random(), now
 
-    def _call(self, client, operation: str, **params: Any) -> dict[str, Any]:
+    def _call(self, client, operation: str, *, also_retry: frozenset[str] = frozenset(),
+              **params: Any) -> dict[str, Any]:
         return ec2_api.call(getattr(client, operation), sleep=self._sleep, rng=self._rng,
-                            **params)
+                            also_retry=also_retry, **params)
 
     # ------------------------------------------------------------------ provision
 
@@ -140,16 +144,21 @@ class Ec2Provider(Provider):
                                                 if c.instance_type == placed["instance_type"]),
                                                None)
         self._record_addresses(ec2, placement)
-        return placement
+        return ec2_fleet.compact(placement)
 
     def _record_addresses(self, ec2, placement: dict[str, Any]) -> None:
         """The private address is assigned at launch: record it now, so the in-VPC runner
-        (no route to the EC2 API) can probe the engine without DescribeInstances."""
+        (no route to the EC2 API) can probe the engine without DescribeInstances. The id
+        CreateFleet just returned may not be visible yet (eventual consistency): retried
+        with backoff; if it still is not, the control function's instance check of each
+        poll round (check_instance) records it."""
         try:
-            instance = self._call(ec2, "describe_instances", InstanceIds=[
-                placement["instance_id"]])["Reservations"][0]["Instances"][0]
+            instance = self._call(ec2, "describe_instances",
+                                  also_retry=ec2_api.NOT_YET_VISIBLE_CODES,
+                                  InstanceIds=[placement["instance_id"]]
+                                  )["Reservations"][0]["Instances"][0]
         except (ClientError, BotoCoreError, IndexError, KeyError):
-            return  # poll_ready looks it up when it can
+            return
         placement["private_ip"] = instance.get("PrivateIpAddress")
         placement["public_ip"] = instance.get("PublicIpAddress")
 
@@ -159,7 +168,8 @@ class Ec2Provider(Provider):
         detail["placement"]) so the teardown phase retries it."""
         outcome = self.teardown(placement)
         if outcome["state"] != "deleted":
-            error.detail = {**error.detail, "placement": placement, "teardown": outcome}
+            error.detail = {**error.detail, "placement": ec2_fleet.compact(placement),
+                            "teardown": outcome}
         return error
 
     def _candidates(self, ec2, ssm, instance_types: list[str]):
@@ -197,6 +207,24 @@ class Ec2Provider(Provider):
             # In the VPC there is no EC2 API; the engine's answer is the only look.
             placement["base_url"] = self._base_url(placement)
             return self._probe_engine(placement)
+        if self.endpoint == "private" and os.environ.get("AWS_LAMBDA_FUNCTION_NAME"):
+            # The in-VPC function has no route to the EC2 API (a call would hang past the
+            # task's timeout): the control function's instance check records the address.
+            return {"state": "waiting", "placement": placement,
+                    "message": "private address not recorded yet (the instance check does)"}
+        look = self._look_at_instance(placement)
+        if look is not None:
+            return look
+        placement["base_url"] = self._base_url(placement)
+        if placement["base_url"] is None:
+            return {"state": "failed", "placement": placement,
+                    "message": f"instance has no {self.endpoint} IP address; set endpoint to "
+                               "a port-forward URL or run inside the VPC"}
+        return self._probe_engine(placement)
+
+    def _look_at_instance(self, placement: dict[str, Any]) -> dict[str, Any] | None:
+        """DescribeInstances: records the addresses in `placement`; None while the instance
+        runs, else the failed (gone) or waiting (not yet running, unreadable) answer."""
         ec2 = self._clients("ec2", placement["region"])
         try:
             reservations = self._call(ec2, "describe_instances",
@@ -209,16 +237,26 @@ class Ec2Provider(Provider):
         placement["public_ip"] = instance.get("PublicIpAddress")
         if state in _GONE:
             reason = instance.get("StateReason", {}).get("Message", "no reason given")
+            placement["instance_state"] = {"state": state, "reason": reason}
             return {"state": "failed", "placement": placement,
                     "message": f"instance {placement['instance_id']} is {state}: {reason}"}
         if state != "running":
             return {"state": "waiting", "placement": placement, "message": f"instance {state}"}
-        placement["base_url"] = self._base_url(placement)
-        if placement["base_url"] is None:
-            return {"state": "failed", "placement": placement,
-                    "message": f"instance has no {self.endpoint} IP address; set endpoint to "
-                               "a port-forward URL or run inside the VPC"}
-        return self._probe_engine(placement)
+        return None
+
+    def check_instance(self, placement: dict[str, Any]) -> dict[str, Any]:
+        """The workflow's look at the instance from outside the VPC, each poll round: the
+        in-VPC poller has no route to the EC2 API, so without this a terminated or stopped
+        instance (spot reclaim, its own power-off at expiry, a boot failure) would read as
+        "waiting" until the ready budget ends. {"state": "failed" | "alive", ...}."""
+        placement = dict(placement)
+        if not placement.get("instance_id"):
+            return {"state": "alive", "placement": placement, "message": "nothing placed"}
+        look = self._look_at_instance(placement)
+        if look is not None and look["state"] == "failed":
+            return look
+        return {"state": "alive", "placement": placement,
+                "message": look["message"] if look else "instance running"}
 
     def _base_url(self, placement: dict[str, Any]) -> str | None:
         if "://" in self.endpoint:
@@ -272,7 +310,9 @@ class Ec2Provider(Provider):
         if fleet_id:
             problems += self._delete_fleet(ec2, fleet_id)
         if instance_id:
-            problems += self._terminate(ec2, instance_id)
+            # with the fleet deleted (TerminateInstances=True), EC2 ends its instance anyway
+            problems += self._terminate(ec2, instance_id, fleet_done=bool(fleet_id)
+                                        and not problems)
         if problems:
             return {"state": "retry-later", "message": "; ".join(problems),
                     "fleet_id": fleet_id, "instance_id": instance_id}
@@ -319,11 +359,16 @@ class Ec2Provider(Provider):
                 for f in answer.get("UnsuccessfulFleetDeletions", [])
                 if f["Error"]["Code"] not in ("fleetIdDoesNotExist", "fleetNotInDeletableState")]
 
-    def _terminate(self, ec2, instance_id: str) -> list[str]:
+    def _terminate(self, ec2, instance_id: str, *, fleet_done: bool = False) -> list[str]:
+        """TerminateInstances. NotFound for an id CreateFleet returned means "not visible
+        yet" as often as "gone" (eventual consistency): unless the fleet's deletion already
+        covers the instance, it is retried with backoff, and then is a problem to retry
+        later, never a quiet success."""
         try:
-            self._call(ec2, "terminate_instances", InstanceIds=[instance_id])
+            self._call(ec2, "terminate_instances", InstanceIds=[instance_id],
+                       also_retry=frozenset() if fleet_done else ec2_api.NOT_YET_VISIBLE_CODES)
         except ClientError as exc:
-            if ec2_api.error_code(exc) == "InvalidInstanceID.NotFound":
+            if ec2_api.error_code(exc) in ec2_api.NOT_YET_VISIBLE_CODES and fleet_done:
                 return []
             return [f"TerminateInstances {instance_id}: {exc}"]
         except BotoCoreError as exc:

@@ -1,10 +1,10 @@
 """The AWS vLLM Deep Learning Container for SageMaker: where it lives, and which tag is
 the newest SageMaker release in a region.
 
-Registry accounts, one for every region in runners/regions.py: aws/deep-learning-containers,
-docs/reference/region_availability.md ("Private ECR account IDs by region"). The images are listed with ECR DescribeImages on
-that registry's "vllm" repository (botocore ecr 2015-09-21: registryId, repositoryName,
-filter.tagStatus, paginated by nextToken; IAM ecr:DescribeImages). Released SageMaker
+The registry account per region is names.DLC_REGISTRY_ACCOUNTS. The images are listed with
+ECR DescribeImages on that registry's "vllm" repository (botocore ecr 2015-09-21:
+registryId, repositoryName, filter.tagStatus, paginated by nextToken; IAM
+ecr:DescribeImages). Released SageMaker
 images carry a pinned tag such as 0.30.0-gpu-py312-cu130-ubuntu24.04-sagemaker-v1.1 next to
 floating ones (server-sagemaker-cuda-v1) and EC2 ones; older lines get patch rebuilds, so
 the push date says nothing about which is newest: the version numbers do.
@@ -15,27 +15,15 @@ from __future__ import annotations
 import re
 from typing import Any
 
-DLC_REGISTRY_ACCOUNTS: dict[str, str] = {
-    "us-east-1": "763104351884",
-    "us-east-2": "763104351884",
-    "us-west-2": "763104351884",
-    "eu-west-1": "763104351884",
-    "eu-central-1": "763104351884",
-    "ap-northeast-1": "763104351884",
-    "ap-southeast-2": "763104351884",
-}
-DLC_REPOSITORY = "vllm"
+from runners.providers.sagemaker.names import (DLC_REGISTRY_ACCOUNTS, DLC_REPOSITORY,
+                                               vllm_image_uri)
+
 # <vLLM version>-gpu-<python, CUDA, OS>-sagemaker-v<image release>
 SAGEMAKER_TAG = re.compile(r"^(\d+)\.(\d+)\.(\d+)-gpu-[a-z0-9.-]+-sagemaker-v(\d+)\.(\d+)$")
 
 
 class ImageLookupError(LookupError):
     """No region entry or no SageMaker tag; one line."""
-
-
-def vllm_image_uri(region: str, tag: str) -> str:
-    """`<account>.dkr.ecr.<region>.amazonaws.com/vllm:<tag>`; KeyError for an unknown region."""
-    return f"{DLC_REGISTRY_ACCOUNTS[region]}.dkr.ecr.{region}.amazonaws.com/{DLC_REPOSITORY}:{tag}"
 
 
 def tag_version(tag: str) -> tuple[int, ...] | None:

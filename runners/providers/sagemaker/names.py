@@ -22,6 +22,10 @@ MODEL_NAME = "model-name"
 EXECUTION_ROLE_ARN = "execution-role-arn"
 # Written by the foundation stack (stacks/names.py foundation_parameter("alerts-topic-arn")).
 ALERTS_TOPIC_PARAMETER = "/benchstack/foundation/alerts-topic-arn"
+# The Hugging Face token of a gated model (experiment model.gated), a Secrets Manager
+# secret: CreateModel's Environment takes only plain strings, and CloudFormation resolves
+# a secretsmanager dynamic reference in any property (ssm-secure only in a few).
+HF_TOKEN_SECRET = "benchstack/hf-token"
 
 
 def endpoint_name(experiment: str, run_id: str) -> str:
@@ -50,3 +54,23 @@ def log_group(endpoint: str) -> str:
 def parameter(experiment: str, key: str) -> str:
     """SSM parameter the experiment stack writes and the runners read."""
     return f"/benchstack/sagemaker/{experiment}/{key}"
+
+
+# AWS Deep Learning Containers registry account per region, for every region benchstack
+# knows (runners/regions.py). Source: aws/deep-learning-containers,
+# docs/reference/region_availability.md ("Private ECR account IDs by region").
+DLC_REGISTRY_ACCOUNTS: dict[str, str] = {
+    "us-east-1": "763104351884",
+    "us-east-2": "763104351884",
+    "us-west-2": "763104351884",
+    "eu-west-1": "763104351884",
+    "eu-central-1": "763104351884",
+    "ap-northeast-1": "763104351884",
+    "ap-southeast-2": "763104351884",
+}
+DLC_REPOSITORY = "vllm"
+
+
+def vllm_image_uri(region: str, tag: str) -> str:
+    """`<account>.dkr.ecr.<region>.amazonaws.com/vllm:<tag>`; KeyError for an unknown region."""
+    return f"{DLC_REGISTRY_ACCOUNTS[region]}.dkr.ecr.{region}.amazonaws.com/{DLC_REPOSITORY}:{tag}"

@@ -12,13 +12,16 @@ teardown   DeleteEndpoint; a delete refused while the endpoint is in progress co
 from __future__ import annotations
 
 import copy
+import os
 from datetime import datetime, timezone
 from typing import Any, Callable
+
+from botocore.exceptions import ClientError
 
 from runners import tags
 from runners.checks import preflight
 from runners.providers.base import Provider, ProvisionError
-from runners.providers.retry import retry_throttled
+from runners.providers.retry import error_code, retry_throttled
 from runners.providers.sagemaker import container_log
 from runners.providers.sagemaker import endpoint as sagemaker_endpoint
 from runners.providers.sagemaker import names
@@ -43,13 +46,15 @@ def _event(placement: dict, event: str, at: datetime, **detail: Any) -> None:
 class SageMakerProvider(Provider):
     """kwargs: `session` (a boto3 Session) or `client_factory(service, region)`; `now`
     (a clock returning an aware datetime); `fetch` and `hub_url` for the preflight's Hub
-    reads; `retry` (a retry_throttled-compatible callable)."""
+    reads; `retry` (a retry_throttled-compatible callable); `home_region`, where the run's
+    alerts topic is (default: the region this code runs in, AWS_REGION in Lambda)."""
 
     def __init__(self, experiment, *, session=None,
                  client_factory: Callable[[str, str], Any] | None = None,
                  now: Callable[[], datetime] | None = None,
                  fetch: preflight.Fetch = preflight.http_fetch, hub_url: str | None = None,
-                 retry: Callable = retry_throttled, **kwargs: Any):
+                 retry: Callable = retry_throttled, home_region: str | None = None,
+                 **kwargs: Any):
         super().__init__(experiment, **kwargs)
         if experiment.sagemaker is None:
             raise ValueError(f"{experiment.name}: not a SageMaker experiment")
@@ -58,6 +63,7 @@ class SageMakerProvider(Provider):
         self.now = now or (lambda: datetime.now(timezone.utc))
         self._fetch, self._hub_url, self._retry = fetch, hub_url, retry
         self._preflight_report: dict | None = None
+        self.home_region = home_region or os.environ.get("AWS_REGION")
 
     @property
     def ready_timeout_s(self) -> int:
@@ -86,11 +92,28 @@ class SageMakerProvider(Provider):
         if self._preflight_report is None:
             try:
                 self._preflight_report = preflight.run(self.experiment, fetch=self._fetch,
-                                                       base_url=self._hub_url)
+                                                       base_url=self._hub_url,
+                                                       token=self._hub_token())
             except preflight.PreflightError as exc:
                 raise ProvisionError(ProvisionError.FATAL, f"preflight: {exc}",
                                      {"stage": "preflight"}) from None
         return self._preflight_report
+
+    def _hub_token(self) -> str | None:
+        """A gated model's token, for the preflight's Hub reads: HF_TOKEN when set (a
+        laptop), else the Secrets Manager secret the endpoint's model reads too."""
+        if not self.experiment.model.gated or preflight.env_token():
+            return None
+        region = self.home_region or self.experiment.regions[0]
+        secrets = self._client("secretsmanager", region)
+        try:
+            answer = self._retry(lambda: secrets.get_secret_value(SecretId=names.HF_TOKEN_SECRET))
+        except ClientError as exc:
+            raise ProvisionError(
+                ProvisionError.FATAL, f"{region}: reading the Hugging Face token "
+                f"{names.HF_TOKEN_SECRET} from Secrets Manager: {error_code(exc)}; create it "
+                "(docs/first-deploy.md)", {"stage": "preflight"}) from None
+        return answer.get("SecretString")
 
     def _stack_names(self, region: str) -> dict[str, str]:
         keys = (names.ENDPOINT_CONFIG_NAME, names.MODEL_NAME)
@@ -206,16 +229,19 @@ class SageMakerProvider(Provider):
                 f"Creating. {container_log.healthy_note(placement, now)} "
                 f"Container log: {names.log_group(endpoint)}.")
         placement["alerted"] = True
+        # The home region's topic: the control role may publish only there, and a fallback
+        # region's topic has no subscriber who knows about this run.
+        home = self.home_region or region
         try:
-            ssm = self._client("ssm", region)
+            ssm = self._client("ssm", home)
             topic = self._retry(lambda: ssm.get_parameter(Name=names.ALERTS_TOPIC_PARAMETER))
-            sns = self._client("sns", region)
+            sns = self._client("sns", home)
             self._retry(lambda: sns.publish(TopicArn=topic["Parameter"]["Value"],
                                             Subject=subject[:100], Message=body))
         except Exception as exc:  # noqa: BLE001 - recorded, and the run continues
             _event(placement, "creating_alert_failed", now, error=str(exc))
             return
-        _event(placement, "creating_alert", now, waited_s=round(waited_s))
+        _event(placement, "creating_alert", now, waited_s=round(waited_s), topic_region=home)
 
     # ------------------------------------------------------------------ client, teardown
 

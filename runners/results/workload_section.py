@@ -1,0 +1,201 @@
+"""The workload parts of summary.json and report.md: the context sweep (TTFT, prefill and
+decode against prompt length: "decode flat, end-to-end falls") and the per-level load
+table of every profile (burst, concurrency, rate, sweep) with SLO goodput.
+
+report.py calls these through one-line hooks; every function takes the phase files or
+the summary and returns plain data, Markdown lines or PNGs.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+DIST_KEYS = ("p50", "p90", "p99", "mean", "n")
+LATENCIES = ("ttft_s", "tpot_s", "itl_s", "e2el_s")
+
+
+def _dist(d: dict[str, Any] | None) -> dict[str, Any] | None:
+    return None if not d else {k: d.get(k) for k in DIST_KEYS}
+
+
+def summary_load(levels: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """summary.json `load`: one entry per level, the earlier keys first (concurrency,
+    tokens_per_s, requests, errors, throttles, latency_s), then the workload figures."""
+    out = []
+    for lvl in levels:
+        entry = {"concurrency": lvl.get("concurrency"), "tokens_per_s": lvl.get("tokens_per_s"),
+                 "requests": lvl.get("requests"), "errors": lvl.get("errors"),
+                 "throttles": lvl.get("throttles"),
+                 "latency_s": _dist(lvl.get("latency_s") or lvl.get("e2el_s")),
+                 "mode": lvl.get("mode", "burst"), "target_rate": lvl.get("target_rate"),
+                 "requests_per_s": lvl.get("requests_per_s"),
+                 "sent_per_s": lvl.get("sent_per_s"),
+                 "input_tokens_per_s": lvl.get("input_tokens_per_s"),
+                 "output_tokens_per_s": lvl.get("output_tokens_per_s", lvl.get("tokens_per_s")),
+                 "total_tokens_per_s": lvl.get("total_tokens_per_s"),
+                 "rate_shortfall": lvl.get("rate_shortfall"),
+                 "scheduling_lag_s": _dist(lvl.get("scheduling_lag_s")),
+                 "slo": lvl.get("slo"), "shards": lvl.get("shards")}
+        entry.update({k: _dist(lvl.get(k)) for k in LATENCIES})
+        out.append(entry)
+    return out
+
+
+def summary_load_profile(load: dict[str, Any] | None) -> dict[str, Any] | None:
+    """summary.json `load_profile`: the mode, the sweep's finding, the SLO's verdict."""
+    if not load or not load.get("levels"):
+        return None
+    return {"mode": load.get("mode", "burst"), "sweep": load.get("sweep"),
+            "slo": load.get("slo"), "prompt": load.get("prompt"),
+            "dataset": (load.get("prompt") or {}).get("dataset")}
+
+
+def summary_context(context: dict[str, Any] | None) -> list[dict[str, Any]]:
+    """summary.json `context`: per prompt length, TTFT with n, prefill and decode rates."""
+    if not context or context.get("skipped"):
+        return []
+    return [{"prompt_tokens": row["prompt_tokens"],
+             "served_prompt_tokens": row.get("served_prompt_tokens"),
+             "ttft_s": _dist(row.get("ttft_s")),
+             "prefill_tokens_per_s": row.get("prefill_tokens_per_s"),
+             "decode_tokens_per_s": row.get("decode_tokens_per_s"),
+             "end_to_end_tokens_per_s": row.get("end_to_end_tokens_per_s")}
+            for row in context.get("lengths") or []]
+
+
+# ---------------------------------------------------------------- Markdown
+
+
+def _f(value: Any, fmt: str = "{:.1f}") -> str:
+    return "-" if value is None else fmt.format(value)
+
+
+def _ms_n(d: dict[str, Any] | None, pct: str = "p50") -> str:
+    return "-" if not d else f"{d[pct] * 1000:.1f} (n={d['n']})"
+
+
+def _spread(values: list[float]) -> float | None:
+    """(max - min) / max, the share a figure moves across the sweep."""
+    values = [v for v in values if v]
+    return (max(values) - min(values)) / max(values) if len(values) > 1 else None
+
+
+def context_lines(rows: list[dict[str, Any]]) -> list[str]:
+    if not rows:
+        return []
+    lines = ["## Context length", "",
+             "Decode rate from the short/long forced-reply differential at each prompt length "
+             "(prefill cancels); end-to-end is the long reply's tokens over its whole time, "
+             "prefill included.", "",
+             "| prompt tokens (asked / served) | TTFT p50 ms (n) | TTFT p99 ms | prefill tokens/s "
+             "| decode tokens/s | end-to-end tokens/s |", "|---|---|---|---|---|---|"]
+    for r in rows:
+        lines.append(f"| {r['prompt_tokens']} / {_f(r['served_prompt_tokens'], '{}')} | "
+                     f"{_ms_n(r['ttft_s'])} | {_ms_n(r['ttft_s'], 'p99').split(' ')[0]} | "
+                     f"{_f(r['prefill_tokens_per_s'])} | {_f(r['decode_tokens_per_s'])} | "
+                     f"{_f(r['end_to_end_tokens_per_s'])} |")
+    decode = _spread([r["decode_tokens_per_s"] for r in rows])
+    e2e = [r["end_to_end_tokens_per_s"] for r in rows if r["end_to_end_tokens_per_s"]]
+    if decode is not None and len(e2e) > 1:
+        lines += ["", f"Decode moves {decode * 100:.1f}% across "
+                  f"{rows[0]['prompt_tokens']}-{rows[-1]['prompt_tokens']} prompt tokens; "
+                  f"end-to-end goes from {e2e[0]:.1f} to {e2e[-1]:.1f} tokens/s."]
+    return lines + [""]
+
+
+def load_lines(levels: list[dict[str, Any]], profile: dict[str, Any] | None,
+               cost: dict[str, Any] | None = None) -> list[str]:
+    """The per-level table of every profile; burst levels also keep report.py's table."""
+    if not levels:
+        return []
+    mode = (profile or {}).get("mode", "burst")
+    lines = [f"## Load levels ({mode})", "",
+             "| level | req/s | in / out / total tokens/s | TTFT p50 / p99 ms (n) | "
+             "TPOT p50 ms | ITL p50 ms | E2EL p50 / p99 s | errors | throttles | "
+             "behind target | SLO met | goodput req/s |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    for lvl in levels:
+        name = (f"{lvl['target_rate']:g}/s" if lvl.get("target_rate")
+                else f"c={lvl.get('concurrency')}")
+        ttft, e2el, slo = lvl.get("ttft_s"), lvl.get("e2el_s"), lvl.get("slo") or {}
+        shortfall, share = lvl.get("rate_shortfall"), slo.get("share_meeting")
+        cells = [
+            name, _f(lvl.get("requests_per_s"), "{:.2f}"),
+            " / ".join(_f(lvl.get(k)) for k in ("input_tokens_per_s", "output_tokens_per_s",
+                                                "total_tokens_per_s")),
+            f"{ttft['p50'] * 1000:.1f} / {ttft['p99'] * 1000:.1f} ({ttft['n']})" if ttft else "-",
+            _ms1(lvl.get("tpot_s")), _ms1(lvl.get("itl_s")),
+            f"{e2el['p50']:.3f} / {e2el['p99']:.3f}" if e2el else "-",
+            str(lvl.get("errors")), str(lvl.get("throttles")),
+            "-" if shortfall is None else f"{shortfall * 100:.1f}%",
+            ("-" if share is None else f"{share * 100:.0f}%")
+            + (" (holds)" if slo.get("holds") else ""),
+            _f(slo.get("goodput_requests_per_s"), "{:.2f}"),
+        ]
+        lines.append("| " + " | ".join(cells) + " |")
+    sweep = (profile or {}).get("sweep")
+    if sweep:
+        lines += ["", f"Sweep: peak {_f(sweep.get('peak_output_tokens_per_s'))} output tokens/s "
+                  f"at {sweep.get('peak_rate')} requests/s; "
+                  + ("saturated (the last step gained under "
+                     f"{sweep['min_gain'] * 100:.0f}%)." if sweep.get("saturated")
+                     else "not saturated within the levels run.")]
+    slo = (profile or {}).get("slo")
+    if slo:
+        price = ((cost or {}).get("usd_per_million_output_tokens") or {}).get("slo_rate")
+        lines += ["", f"SLO ({slo.get('description')}): highest rate holding it "
+                  f"{_f(slo.get('highest_rate_holding'), '{:g}')} requests/s"
+                  + (f", ${price:,.3f} per 1M output tokens there." if price else ".")]
+    return lines + [""]
+
+
+def _ms1(d: dict[str, Any] | None) -> str:
+    return "-" if not d else f"{d['p50'] * 1000:.2f}"
+
+
+def markdown_lines(summary: dict[str, Any], files: dict[str, Any] | None = None) -> list[str]:
+    """The report's workload sections, in order: context, then load levels."""
+    return (context_lines(summary.get("context") or [])
+            + load_lines(summary.get("load") or [], summary.get("load_profile"),
+                         summary.get("cost")))
+
+
+# ---------------------------------------------------------------- charts
+
+
+def charts(summary: dict[str, Any], plt, save: Callable[[str, Any], None]) -> None:
+    """context.png: TTFT and the decode / end-to-end rates against prompt length;
+    load_levels.png: output tokens/s and TTFT p50 per rate level (rate mode)."""
+    rows = [r for r in summary.get("context") or [] if r.get("ttft_s")]
+    if rows:
+        xs = [r["prompt_tokens"] for r in rows]
+        fig, ax = plt.subplots(figsize=(7, 4))
+        ax.plot(xs, [r["ttft_s"]["p50"] * 1000 for r in rows], "o-", color="tab:red",
+                label="TTFT p50 (ms)")
+        ax.set(xlabel="prompt tokens", ylabel="TTFT p50 (ms)",
+               title="TTFT and decode vs prompt length")
+        right = ax.twinx()
+        for key, label, style in (("decode_tokens_per_s", "decode tokens/s", "s-"),
+                                  ("end_to_end_tokens_per_s", "end-to-end tokens/s", "^--")):
+            points = [(x, r[key]) for x, r in zip(xs, rows) if r.get(key)]
+            if points:
+                right.plot(*zip(*points), style, label=label)
+        right.set_ylabel("tokens/s")
+        right.set_ylim(bottom=0)
+        handles = ax.get_legend_handles_labels()[0] + right.get_legend_handles_labels()[0]
+        ax.legend(handles, [h.get_label() for h in handles], loc="center right")
+        save("context.png", fig)
+    levels = [lvl for lvl in summary.get("load") or []
+              if lvl.get("target_rate") and lvl.get("output_tokens_per_s")]
+    if levels:
+        fig, ax = plt.subplots(figsize=(7, 4))
+        xs = [lvl["target_rate"] for lvl in levels]
+        ax.plot(xs, [lvl["output_tokens_per_s"] for lvl in levels], "o-",
+                label="output tokens/s")
+        ax.set(xlabel="offered requests/s", ylabel="output tokens/s",
+               title="Throughput and TTFT vs request rate")
+        right = ax.twinx()
+        right.plot(xs, [(lvl.get("ttft_s") or {}).get("p50", 0) * 1000 for lvl in levels],
+                   "s--", color="tab:red", label="TTFT p50 (ms)")
+        right.set_ylabel("TTFT p50 (ms)")
+        save("load_levels.png", fig)
