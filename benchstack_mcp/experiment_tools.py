@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import tomllib
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
@@ -15,6 +15,7 @@ from benchstack_mcp.config import Config
 from benchstack_mcp.errors import tool_errors
 from benchstack_mcp.hints import hints
 from runners import experiment
+from runners.checks import doctor as doctor_checks
 from runners.checks import preflight as preflight_check
 from runners.providers.ec2.user_data import EngineLaunch, launch_values_file, render
 
@@ -59,6 +60,20 @@ class PreflightReport(BaseModel):
     quant_method: str | None
     ignore_list: str
     memory: dict[str, Any]  # instance type, weights and KV GiB, usable GiB, assumptions
+
+
+class DoctorCheck(BaseModel):
+    name: str
+    status: Literal["ok", "fail", "warn", "skip"]
+    message: str  # the one line, including what to do
+
+
+class DoctorReport(BaseModel):
+    experiment: str | None  # None: the account and the region's shared stacks only
+    region: str | None  # None: every region of the experiment
+    ready: bool  # no check failed
+    counts: dict[str, int]
+    checks: list[DoctorCheck]
 
 
 def info(exp: experiment.Experiment) -> ExperimentInfo:
@@ -150,3 +165,22 @@ def register(server: MCPServer, config: Config) -> None:
         exp = config.experiment(experiment_name)
         report = preflight_check.run(exp)
         return PreflightReport(experiment=exp.name, **report)
+
+    @server.tool(name="doctor", annotations=hints(
+        "Is the account ready", read_only=True, destructive=False, idempotent=True,
+        open_world=True))
+    @tool_errors
+    def doctor(experiment_name: str | None = None, region: str | None = None) -> DoctorReport:
+        """Is this AWS account ready to run the experiment, before anything bills: the
+        credentials, the CDK bootstrap, the foundation, benchmark and experiment stacks,
+        free quota for every instance type, the engine image, the AMI, the model on the
+        Hub, Bedrock access and the watchdog, in `region` (default: every region of the
+        experiment). One line per check: ok, or fail/warn with what to do. Without an
+        experiment, the account and the region's shared stacks only."""
+        exp = config.experiment(experiment_name) if experiment_name else None
+        checks = [DoctorCheck(**check.to_dict()) for check in
+                  doctor_checks.run_checks(exp, region, session=config.session())]
+        counts = {status: sum(c.status == status for c in checks)
+                  for status in ("ok", "fail", "warn", "skip")}
+        return DoctorReport(experiment=exp.name if exp else None, region=region,
+                            ready=counts["fail"] == 0, counts=counts, checks=checks)

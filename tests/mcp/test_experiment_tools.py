@@ -6,6 +6,7 @@ import base64
 import shutil
 from pathlib import Path
 
+import boto3
 import pytest
 
 from benchstack_mcp.config import Config
@@ -86,4 +87,35 @@ def test_preflight_reads_the_hub_and_fails_in_one_line(config, monkeypatch):
         assert result.structured_content["memory"]["instance_type"] == "ml.g6.xlarge"
         missing = call(config, "preflight", {"experiment_name": "e2b-qat-w4a16-ml-g6"})
     assert "no config.json at" in error_text(missing)
-    assert all(path.endswith((".json", ".safetensors")) for path, _ in hub.log)
+    # weights are read as headers only: every safetensors request is a Range request
+    shards = [(path, ranged) for path, ranged in hub.log if path.endswith(".safetensors")]
+    assert shards and all(ranged for _, ranged in shards)
+
+
+def test_doctor_names_what_is_missing_then_finds_it_deployed(config, monkeypatch):
+    from moto import mock_aws
+
+    from runners.workflow import execution as workflow
+
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
+    monkeypatch.delenv("AWS_PROFILE", raising=False)
+    with mock_aws():
+        before = call(config, "doctor", {"region": "us-east-2"}).structured_content
+        assert before["ready"] is False and before["experiment"] is None
+        status = {c["name"]: c["status"] for c in before["checks"]}
+        assert status == {"credentials": "ok", "cdk-bootstrap us-east-2": "fail",
+                          "foundation us-east-2": "fail", "benchmark us-east-2": "fail"}
+        foundation = next(c for c in before["checks"] if c["name"] == "foundation us-east-2")
+        assert foundation["message"].endswith("npx cdk deploy Benchstack-Foundation-us-east-2")
+        ssm = boto3.client("ssm", region_name="us-east-2")
+        for name, value in (("/cdk-bootstrap/hnb659fds/version", "30"),
+                            (workflow.foundation_parameter("results-bucket"), "b"),
+                            (workflow.STATE_MACHINE_PARAMETER, "arn:aws:states:x")):
+            ssm.put_parameter(Name=name, Value=value, Type="String")
+        after = call(config, "doctor", {"region": "us-east-2"}).structured_content
+        assert after["ready"] is True and after["counts"] == {"ok": 4, "fail": 0, "warn": 0,
+                                                              "skip": 0}
+    local = call(config, "doctor", {"experiment_name": "local-smollm2-135m"})
+    (line,) = local.structured_content["checks"]
+    assert line["status"] == "skip" and "nothing on AWS to check" in line["message"]

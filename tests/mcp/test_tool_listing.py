@@ -14,6 +14,7 @@ HINTS = {
     "validate_experiment": (True, False, True, False),
     "show_ec2_boot_script": (True, False, True, False),
     "preflight": (True, False, True, True),  # the Hugging Face Hub
+    "doctor": (True, False, True, True),  # AWS, the Hub, Docker Hub
     "run_local_benchmark": (False, False, False, True),  # writes a new run; openai: remote
     "run_report": (False, False, True, True),  # writes what is missing; s3:// allowed
     "compare_runs": (False, False, False, False),  # a new output folder each time
