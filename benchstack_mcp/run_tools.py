@@ -150,10 +150,9 @@ def register(server: MCPServer, config: Config) -> None:
         open_world=True))
     @tool_errors
     async def run_local_benchmark(experiment_name: str, ctx: Context) -> LocalRun:
-        """Run every phase (provision, warmup, decode, stream, load, quality, toolcall,
-        cost, teardown, report) of a `local` experiment (llama.cpp on 127.0.0.1) or an
-        `openai` one (an OpenAI-compatible server someone else runs), by name or .toml
-        path. Sends a progress notification as each phase starts; writes a new run folder
+        """Run every phase the cloud workflow runs, provision through teardown and
+        report, of a `local` experiment (llama.cpp on 127.0.0.1) or an `openai` one (an
+        OpenAI-compatible server someone else runs), by name or .toml path. Sends a progress notification as each phase starts; writes a new run folder
         (nothing is overwritten). Cancelling the call cuts the requests in flight and
         still tears down. Cloud experiments: use start_cloud_run."""
         from runners.workflow import driver  # the phases' dependencies, only when running
