@@ -35,16 +35,24 @@ class ConnectionPool:
         self.idle: queue.LifoQueue[http.client.HTTPConnection] = queue.LifoQueue()
 
     def get(self, connect_timeout_s: float | None = None) -> http.client.HTTPConnection:
+        return self.checkout(connect_timeout_s)[0]
+
+    def checkout(self, connect_timeout_s: float | None = None
+                 ) -> tuple[http.client.HTTPConnection, bool]:
+        """An idle connection (True: reused) or a new one (False)."""
         try:
-            return self.idle.get_nowait()
+            return self.idle.get_nowait(), True
         except queue.Empty:
-            cls = http.client.HTTPSConnection if self.https else http.client.HTTPConnection
-            conn = cls(self.host, self.port, timeout=min(connect_timeout_s or self.timeout_s,
-                                                         self.timeout_s))
-            conn.connect()
-            # Small SSE writes must not wait for Nagle on our side either.
-            conn.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            return conn
+            return self.connect(connect_timeout_s), False
+
+    def connect(self, connect_timeout_s: float | None = None) -> http.client.HTTPConnection:
+        cls = http.client.HTTPSConnection if self.https else http.client.HTTPConnection
+        conn = cls(self.host, self.port, timeout=min(connect_timeout_s or self.timeout_s,
+                                                     self.timeout_s))
+        conn.connect()
+        # Small SSE writes must not wait for Nagle on our side either.
+        conn.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        return conn
 
     def put(self, conn: http.client.HTTPConnection) -> None:
         self.idle.put(conn)
@@ -145,7 +153,8 @@ class OpenAIHTTPClient(BackendClient):
                                                    self.tool_fields)).encode()
         deadline = _Deadline(ask.whole_deadline_s(), self.pool.timeout_s)
         try:
-            conn = self.pool.get(deadline.total_s)  # a host that is gone costs the deadline
+            # a host that is gone costs the deadline
+            conn, reused = self.pool.checkout(deadline.total_s)
         except TimeoutError:
             reply.status = TIMEOUT
             reply.error = f"connect: no connection within the {deadline.total_s:g} s deadline"
@@ -156,12 +165,24 @@ class OpenAIHTTPClient(BackendClient):
         keep = False
         try:
             with cancel.in_flight(lambda: _shut(conn)):
-                reply.send_s = time.perf_counter()
-                deadline.arm(conn)
-                conn.request("POST", self.pool.path + "/v1/chat/completions", body,
-                             self.headers)
-                deadline.arm(conn)
-                resp = conn.getresponse()
+                while True:
+                    try:
+                        reply.send_s = time.perf_counter()
+                        deadline.arm(conn)
+                        conn.request("POST", self.pool.path + "/v1/chat/completions", body,
+                                     self.headers)
+                        deadline.arm(conn)
+                        resp = conn.getresponse()
+                        break
+                    except ConnectionError:  # BrokenPipe, reset, RemoteDisconnected
+                        # A kept-alive connection the server closed while it sat idle
+                        # (uvicorn, under vLLM and llama-cpp-python, closes after 5 s):
+                        # nothing was served on it, so send once on a new connection, as
+                        # urllib3 does. A new connection failing is the server's answer.
+                        if not reused or cancel.cancelled():
+                            raise
+                        conn.close()
+                        conn, reused = self.pool.connect(deadline.total_s), False
                 reply.http_status = resp.status
                 if resp.status != 200:
                     detail = _read_all(resp, deadline, conn)[:300].decode("utf-8", "replace")

@@ -46,12 +46,22 @@ def _echo_regex(text: str) -> str:
     return r"\s*".join(re.escape(word) for word in text.split())
 
 
+def sub_expressions(expression: str) -> list[str]:
+    """Every run of two or more operands of `expression` with the operators between them:
+    "337 + 942 - 337" gives "337 + 942", "942 - 337" and itself. A reply that restates
+    part of the question ("337 + 942 = 1850") holds an operand that may be the answer."""
+    terms = expression.split()
+    return [" ".join(terms[i:j + 1]) for i in range(0, len(terms), 2)
+            for j in range(i + 2, len(terms), 2)]
+
+
 def strip_echo(question: Question, answer: str) -> str:
-    """`answer` without the prompt, any sentence of it, or its arithmetic expression
-    (spaced any way), longest first so a whole echoed prompt goes in one cut."""
+    """`answer` without the prompt, any sentence of it, or any part of its arithmetic
+    expression of two or more operands (spaced any way), longest first so a whole echoed
+    prompt goes in one cut."""
     pieces = [question.prompt, *re.split(r"(?<=[?.])\s+", question.prompt)]
     if question.expression:
-        pieces.append(question.expression)
+        pieces += sub_expressions(question.expression)
     for piece in sorted(set(pieces), key=len, reverse=True):
         answer = re.sub(_echo_regex(piece), " ", answer, flags=re.IGNORECASE)
     return answer

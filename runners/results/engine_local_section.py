@@ -14,6 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from runners import hardware
+from runners.results.workload_section import level_name
 
 HOST_KEYS = ("memory_bandwidth_gb_per_s", "bandwidth_method", "cpu_count")
 
@@ -46,8 +47,8 @@ def _load_line(summary: dict[str, Any]) -> str | None:
     if len(levels) < 2:
         return None
     first, last = levels[0], levels[-1]
-    return (f"Throughput went from {first['tokens_per_s']:.1f} tokens/s at concurrency "
-            f"{first['concurrency']} to {last['tokens_per_s']:.1f} at {last['concurrency']} "
+    return (f"Throughput went from {first['tokens_per_s']:.1f} tokens/s at "
+            f"{level_name(first)} to {last['tokens_per_s']:.1f} at {level_name(last)} "
             f"({last['tokens_per_s'] / first['tokens_per_s']:.2f}x): the requests queue in "
             "the engine, so latency grows instead.")
 

@@ -13,6 +13,7 @@ import json
 from typing import Any
 
 from runners import hardware
+from runners.results.workload_section import level_name
 from runners.telemetry import device, engine_log
 
 TELEMETRY = "telemetry/"
@@ -109,7 +110,7 @@ def server_levels(files: dict[str, Any]) -> list[dict[str, Any]]:
     stats = engine.get("stats") or []
     out = []
     for lvl in levels:
-        row: dict[str, Any] = {"concurrency": lvl.get("concurrency"),
+        row: dict[str, Any] = {"level": level_name(lvl), "concurrency": lvl.get("concurrency"),
                                "client_tokens_per_s": lvl.get("tokens_per_s")}
         server = lvl.get("server") or {}
         window = lvl.get("window") or {}
@@ -237,15 +238,15 @@ def _server_lines(rows: list[dict[str, Any]]) -> list[str]:
     if not rows:
         return []
     lines = ["## Server during load", "",
-             "| concurrency | client tokens/s | running (peak) | waiting (peak) | "
+             "| level | client tokens/s | running (peak) | waiting (peak) | "
              "KV cache usage (peak) | preemptions | source |", "|---|---|---|---|---|---|---|"]
     for r in rows:
         if r.get("source") is None:
-            lines.append(f"| {r['concurrency']} | {_fmt('{:.1f}', r['client_tokens_per_s'])} "
+            lines.append(f"| {r['level']} | {_fmt('{:.1f}', r['client_tokens_per_s'])} "
                          f"| — | — | — | — | {r['missing']} |")
             continue
         lines.append(
-            f"| {r['concurrency']} | {_fmt('{:.1f}', r['client_tokens_per_s'])} | "
+            f"| {r['level']} | {_fmt('{:.1f}', r['client_tokens_per_s'])} | "
             f"{_fmt('{:g}', r.get('running_peak'))} | {_fmt('{:g}', r.get('waiting_peak'))} | "
             f"{_fmt('{:.1f}%', r.get('kv_cache_usage_pct_peak'))} | "
             f"{_fmt('{:g}', r.get('preemptions'))} | {r['source']} |")

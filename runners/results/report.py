@@ -288,7 +288,12 @@ def speeds_section(s: dict[str, Any], files: dict[str, Any]) -> list[str]:
         text = (f"The decode rate leaves out the intercept, {icpt * 1000:.0f} ms: what a "
                 "zero-token reply would take, i.e. prefill of the prompt plus request overhead "
                 "(connection, request parsing and scheduling, returning the body).")
-        if ttft is not None:
+        asked = ((files.get("stream") or {}).get("prompt") or {}).get("asked")
+        if ttft is not None and asked:
+            text += (f" Streamed TTFT p50 ({ttft * 1000:.0f} ms) does not compare with it: the "
+                     f"streamed prompts have {asked} tokens ([benchmark] prompt_tokens), the "
+                     "decode replies the short fixed prompt.")
+        elif ttft is not None:
             text += (f" Streamed TTFT p50 is {ttft * 1000:.0f} ms: prefill and the first token "
                      "only, so intercept − TTFT "
                      f"({(icpt - ttft) * 1000:.0f} ms) is overhead that a stream does not show "
@@ -391,9 +396,10 @@ def _cost_lines(cost: dict[str, Any]) -> list[str]:
              f"| $ / hour | {usd(cost['usd_per_hour'])} |",
              f"| $ / 1M output tokens, one request ({_num(per_million['one_request_tokens_per_s'])}"
              f" tokens/s) | {usd(per_million['one_request'])} |",
-             f"| $ / 1M output tokens, concurrency {per_million['highest_concurrency_level'] or '-'}"
-             f" ({_num(per_million['highest_concurrency_tokens_per_s'])} tokens/s) | "
-             f"{usd(per_million['highest_concurrency'])} |"]
+             *([f"| $ / 1M output tokens, concurrency {per_million['highest_concurrency_level']}"
+                f" ({_num(per_million['highest_concurrency_tokens_per_s'])} tokens/s) | "
+                f"{usd(per_million['highest_concurrency'])} |"]
+               if per_million.get("highest_concurrency_level") else [])]
     break_even = cost.get("break_even") or {}
     if break_even.get("output_tokens_per_s"):
         lines.append(f"| break-even vs Bedrock {break_even.get('model_id')} (tokens/s, 24x7) | "
@@ -496,7 +502,7 @@ def compare_table(summaries: list[dict[str, Any]]) -> str:
     """One Markdown row per run: the headline figures side by side, n beside each
     distribution and where the token counts came from."""
     head = ["experiment", "run", "backend", "decode tok/s", "TTFT p50 ms (n)",
-            "TPOT p50 ms (n)", "best load tok/s (conc.)", "quality", "tool call", "degenerate",
+            "TPOT p50 ms (n)", "best load tok/s (at)", "quality", "tool call", "degenerate",
             "tokens from"]
     rows = [head, ["---"] * len(head)]
     for s in summaries:
@@ -511,7 +517,7 @@ def compare_table(summaries: list[dict[str, Any]]) -> str:
             _num(s["decode"]["tokens_per_s"]) + _range(s["decode"].get("interval_95")),
             f"{_ms(ttft and ttft['p50'])} ({_n(ttft)})",
             f"{_ms(tpot and tpot['p50'])} ({_n(tpot)})",
-            f"{best['tokens_per_s']:.1f} ({best['concurrency']})" if best else "-",
+            f"{best['tokens_per_s']:.1f} ({workload_section.level_name(best)})" if best else "-",
             quality_text(q) if q else "-",
             "not supported" if tc["supported"] is False else
             f"{tc['correct']}/{tc['runs']}" if tc["supported"] else "-",

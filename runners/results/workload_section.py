@@ -66,6 +66,13 @@ def summary_context(context: dict[str, Any] | None) -> list[dict[str, Any]]:
 # ---------------------------------------------------------------- Markdown
 
 
+def level_name(level: dict[str, Any]) -> str:
+    """'c=4' for a concurrency level, '0.4/s' for a rate level."""
+    if level.get("target_rate"):
+        return f"{level['target_rate']:g}/s"
+    return f"c={level.get('concurrency')}"
+
+
 def _f(value: Any, fmt: str = "{:.1f}") -> str:
     return "-" if value is None else fmt.format(value)
 
@@ -115,8 +122,7 @@ def load_lines(levels: list[dict[str, Any]], profile: dict[str, Any] | None,
              "behind target | SLO met | goodput req/s |",
              "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for lvl in levels:
-        name = (f"{lvl['target_rate']:g}/s" if lvl.get("target_rate")
-                else f"c={lvl.get('concurrency')}")
+        name = level_name(lvl)
         ttft, e2el, slo = lvl.get("ttft_s"), lvl.get("e2el_s"), lvl.get("slo") or {}
         shortfall, share = lvl.get("rate_shortfall"), slo.get("share_meeting")
         cells = [
@@ -143,9 +149,11 @@ def load_lines(levels: list[dict[str, Any]], profile: dict[str, Any] | None,
     slo = (profile or {}).get("slo")
     if slo:
         price = ((cost or {}).get("usd_per_million_output_tokens") or {}).get("slo_rate")
-        lines += ["", f"SLO ({slo.get('description')}): highest rate holding it "
-                  f"{_f(slo.get('highest_rate_holding'), '{:g}')} requests/s"
-                  + (f", ${price:,.3f} per 1M output tokens there." if price else ".")]
+        held = slo.get("highest_rate_holding")
+        lines += ["", f"SLO ({slo.get('description')}): " + (
+            f"highest rate holding it {held:g} requests/s"
+            + (f", ${price:,.3f} per 1M output tokens there." if price else ".")
+            if held is not None else "no rate offered held it.")]
     return lines + [""]
 
 

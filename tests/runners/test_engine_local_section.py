@@ -45,7 +45,7 @@ def test_section_says_what_the_engine_is():
     assert text.startswith("## Local engine")
     assert "llama-cpp-python 0.3.36" in text and "1 decode thread(s)" in text
     assert "one request at a time" in text and "engine, not the harness" in text
-    assert "49.7 tokens/s at concurrency 1 to 50.4 at 4 (1.01x)" in text
+    assert "49.7 tokens/s at c=1 to 50.4 at c=4 (1.01x)" in text
     assert "trained for 8192 tokens (n_ctx_train)" in text and "2048-token window" in text
     assert "45 MiB" in text and "never sees the tool's count" in text
     assert "prefix-match hit" in text

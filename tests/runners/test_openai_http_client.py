@@ -44,6 +44,30 @@ def test_connections_are_reused(loopback):
     assert client.pool.idle.qsize() == 1  # one keep-alive connection served all three
 
 
+def test_a_kept_alive_connection_the_server_closed_is_replaced_once(loopback):
+    """uvicorn closes a connection idle for 5 s; the next request on it fails before the
+    server sees it, so the client sends it once more on a new connection (a local run's
+    open-loop level past capacity once lost 6 of 9 requests to BrokenPipe this way)."""
+    import socket
+
+    server = loopback()
+    client = OpenAIHTTPClient(server.base_url, "m")
+    assert client.chat(forced(4)).ok
+    stale = client.pool.idle.queue[0]
+    stale.sock.shutdown(socket.SHUT_RDWR)  # as the server's close leaves it for our send
+    for stream in (True, False):
+        reply = client.chat(forced(4, stream))
+        assert reply.ok, reply.error
+    assert len(server.bodies) == 3  # the stale connection carried nothing to the server
+
+
+def test_a_new_connection_that_fails_is_an_error_not_a_retry(loopback):
+    server = loopback(faults=["close"])
+    client = OpenAIHTTPClient(server.base_url, "m")
+    reply = client.chat(forced(4))
+    assert reply.status == ERROR and len(server.bodies) == 1
+
+
 def test_missing_usage_is_said(loopback):
     client = OpenAIHTTPClient(loopback(faults=["no_usage", "no_usage"]).base_url, "m")
     for stream in (True, False):

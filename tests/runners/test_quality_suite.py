@@ -53,6 +53,18 @@ def test_an_echo_of_the_question_earns_nothing():
     assert q18.correct("What is 337 + 942 - 337? 942")
 
 
+def test_a_partial_restatement_of_the_sum_earns_nothing():
+    """SmolLM2 answered question 18 with "337 + 942 = 1850": the 942 is the question's,
+    not an answer."""
+    q18 = quality_suite.questions()[17]
+    assert q18.correct_raw("337 + 942 = 1850")
+    assert not q18.correct("337 + 942 = 1850")
+    assert not q18.correct("942 - 337 = 605")
+    assert q18.correct("942") and q18.correct("337 + 942 - 337 = 942")
+    assert quality_suite.sub_expressions("337 + 942 - 337") == [
+        "337 + 942", "337 + 942 - 337", "942 - 337"]
+
+
 def test_an_echo_only_model_scores_zero_on_every_question():
     for q in quality_suite.questions():
         assert not q.correct(q.prompt + " " + q.prompt.lower()), q.prompt
