@@ -195,6 +195,9 @@ def register(server: MCPServer, config: Config) -> None:
                     await _forward(events, ctx, seen)
             finally:
                 stop()
+                # The worker has ended (the task group waited for it): later calls in
+                # this server (query_backend, model_health) must not find it cancelled.
+                cancel.reset()
         if "error" in box:
             raise box["error"]
         outcome = box["outcome"]

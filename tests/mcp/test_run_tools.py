@@ -17,6 +17,7 @@ from benchmarks.loopback_server import Truth
 
 from benchstack_mcp.config import Config
 from benchstack_mcp.server import build_server
+from runners.backends import cancel
 from runners.workflow import phases
 from tests.mcp.client import call, error_text
 from tests.runners.conftest import benchmark_plan, write_openai_experiment
@@ -163,3 +164,4 @@ def test_cancelling_the_call_cuts_the_requests_and_still_tears_down(config, loop
     assert (folder / "teardown.json").is_file() and (folder / "report.md").is_file()
     load = json.loads((folder / "load.json").read_text())
     assert "cancelled: the MCP client cancelled the call" in json.dumps(load)
+    assert not cancel.cancelled()  # the server's later requests are sent again
