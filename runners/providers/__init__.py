@@ -2,7 +2,8 @@
 ready, hand out a client for it, and tear it down. One module per backend (a package for
 EC2 and SageMaker, which have helpers of their own); `for_experiment` picks the provider
 for an experiment's backend. region_fallback moves a placement to the next region when one
-has no capacity; retry backs off AWS throttling.
+has no capacity; retry backs off AWS throttling; address builds a client for a backend
+that is already running.
 
 May import: backends, checks, experiment, hardware, tags, boto3 and the standard library.
 Never measurement, results, workflow or the CLI.

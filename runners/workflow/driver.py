@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import signal
+import threading
 import time
 from typing import Any
 
@@ -66,7 +67,10 @@ def run_experiment(experiment_file: str, store: str, *,
                                                           _say("store", line)))
     results: list[dict[str, Any]] = []
     caught: str | None = None
-    previous = {sig: signal.signal(sig, _on_signal) for sig in SIGNALS}
+    # Python sets signal handlers only on the main thread; elsewhere (the MCP server runs
+    # a benchmark on a worker thread) the process's own handlers stay as they are.
+    on_main = threading.current_thread() is threading.main_thread()
+    previous = {sig: signal.signal(sig, _on_signal) for sig in SIGNALS} if on_main else {}
     try:
         gate_failed = False
         for name in phases.PHASES:
@@ -82,7 +86,7 @@ def run_experiment(experiment_file: str, store: str, *,
         _say("interrupted", f"{caught}: tearing down what was started")
     finally:
         # A second signal during teardown must not leave the engine running.
-        for sig in SIGNALS:
+        for sig in previous:
             signal.signal(sig, signal.SIG_IGN)
         try:
             for name in phases.ALWAYS_RUN:
