@@ -85,7 +85,9 @@ def _decode_chart(plt, summary: dict[str, Any], files: dict[str, Any]) -> bytes 
 
 
 def _throughput_chart(plt, summary: dict[str, Any]) -> bytes | None:
-    levels = [lvl for lvl in summary["load"] if lvl["tokens_per_s"]]
+    # Rate-mode levels have no concurrency; workload_section draws them (load_levels.png).
+    levels = [lvl for lvl in summary["load"]
+              if lvl["tokens_per_s"] and lvl.get("concurrency") is not None]
     if not levels:
         return None
     fig, ax = plt.subplots(figsize=(6.5, 4))
