@@ -175,8 +175,12 @@ def _device_chart(plt, summary: dict[str, Any], files: dict[str, Any]) -> bytes 
 
 def _row_label(r: dict[str, Any]) -> str:
     runs = r.get("runs") or [r]
-    who = runs[0]["run_id"] if len(runs) == 1 else f"{len(runs)} runs, median"
-    return f"{r['label']}\n{who}"
+    if len(runs) == 1:
+        return f"{r['label']}\n{runs[0]['run_id']}"
+    # A group names its runs: all of them when two, else the first and the last.
+    ids = [x["run_id"] for x in runs]
+    named = ", ".join(ids) if len(ids) == 2 else f"{ids[0]} … {ids[-1]}"
+    return f"{r['label']}\nmedian of {len(ids)} runs\n{named}"
 
 
 def compare_charts(rows: list[dict[str, Any]]) -> tuple[dict[str, bytes], str | None]:
@@ -212,7 +216,8 @@ def compare_charts(rows: list[dict[str, Any]]) -> tuple[dict[str, bytes], str | 
         ax.set_xlim(0, top * 1.2)
         ax.set_xlabel(unit)
         runs = sum(len(r.get("runs") or [r]) for r in shown)
-        ax.set_title(f"{title}\nn = {runs} runs in {len(shown)} rows"
+        rows_n = f"{len(shown)} row" + ("s" if len(shown) != 1 else "")
+        ax.set_title(f"{title}\nn = {runs} runs in {rows_n}"
                      + ("; error bars: 95% intervals" if any(pairs) else ""), fontsize=10)
         fig.tight_layout()
         pngs[name] = _png(plt, fig)

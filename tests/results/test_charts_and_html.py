@@ -157,6 +157,20 @@ def test_compare_charts_name_runs_and_count_them(tmp_path, monkeypatch):
         assert len(ax.texts) == 6 and ax.get_xlim()[0] == 0
 
 
+def test_a_repeated_experiment_is_one_bar_naming_its_runs(tmp_path, monkeypatch):
+    from runners.results import compare
+
+    for i in range(3):
+        write_run(tmp_path / "runs", f"20261203T09000{i}Z-rep00{i}", seed=i, report=True)
+    kept = []
+    monkeypatch.setattr(charts, "_png", lambda plt, fig: kept.append(fig) or b"png")
+    compare.compare([tmp_path / "runs"], out_dir=tmp_path / "cmp")
+    [ax] = kept[0].axes
+    [label] = [t.get_text() for t in ax.get_yticklabels()]
+    assert label.endswith("median of 3 runs\n20261203T090000Z-rep000 … 20261203T090002Z-rep002")
+    assert "n = 3 runs in 1 row; error bars: 95% intervals" in ax.get_title()
+
+
 def test_report_html_stands_alone_and_renders_a_section_added_later(tmp_path, monkeypatch):
     def added(summary, files):
         return ["## Added later", "", "| a | b |", "|---|---|", "| 1 | **2** |", ""]
