@@ -185,8 +185,8 @@ def _ms(v: float) -> str:
 def charts(summary: dict[str, Any], plt, save: Callable[[str, Any], None]) -> None:
     """context.png: TTFT (ms) over decode and end-to-end rates (tokens/s) against prompt
     length; load_levels.png: output tokens/s over TTFT p50 (ms) per offered rate (rate
-    mode). One unit per panel, the panels stacked on the shared x axis; the phases record
-    no per-request samples here, so these points carry no intervals."""
+    mode). One unit per panel, the panels stacked on the shared x axis; no error bars: the
+    summary has no intervals for these figures (only the stream phase's are bootstrapped)."""
     rows = [r for r in summary.get("context") or [] if r.get("ttft_s")]
     if rows:
         # Prompt lengths as evenly spaced categories labelled with their values.
