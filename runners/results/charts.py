@@ -53,8 +53,14 @@ def _error_bars(ax, positions: list[float], values: list[float],
         ax.errorbar(at, heights, yerr=spans, fmt="none", ecolor="black", capsize=3)
 
 
-def _label_bars(ax, bars, fmt: Callable[[float], str]) -> None:
-    ax.bar_label(bars, labels=[fmt(b.get_height()) for b in bars], padding=2, fontsize=8)
+def _label_bars(ax, bars, fmt: Callable[[float], str],
+                pairs: list[list[float] | None] | None = None) -> None:
+    """Each bar's value above it, or above its error bar's cap so the two do not collide."""
+    for bar, pair in zip(bars, pairs or [None] * len(bars)):
+        top = max(bar.get_height(), pair[1]) if pair else bar.get_height()
+        ax.annotate(fmt(bar.get_height()), (bar.get_x() + bar.get_width() / 2, top),
+                    textcoords="offset points", xytext=(0, 2), ha="center", va="bottom",
+                    fontsize=8)
 
 
 # ---------------------------------------------------------------- one run
@@ -85,7 +91,9 @@ def _decode_chart(plt, summary: dict[str, Any], files: dict[str, Any]) -> bytes 
 
 
 def _throughput_chart(plt, summary: dict[str, Any]) -> bytes | None:
-    levels = [lvl for lvl in summary["load"] if lvl["tokens_per_s"]]
+    # Rate-mode levels have no concurrency; workload_section draws them (load_levels.png).
+    levels = [lvl for lvl in summary["load"]
+              if lvl["tokens_per_s"] and lvl.get("concurrency") is not None]
     if not levels:
         return None
     fig, ax = plt.subplots(figsize=(6.5, 4))
@@ -123,7 +131,7 @@ def _latency_chart(plt, summary: dict[str, Any]) -> bytes | None:
             bars = ax.bar(slots, values, width, label=pct, color=BAR_COLOURS[i])
             _error_bars(ax, slots, values, pairs)
             _label_bars(ax, bars, (lambda v: f"{v:.1f}") if unit == "ms" else
-                        (lambda v: f"{v:.2f}"))
+                        (lambda v: f"{v:.2f}"), pairs)
         ax.set_xticks(range(len(keys)), [f"{k.removesuffix('_s').upper()}\nn={stream[k].get('n', '?')}"
                                          for k in keys])
         ax.set_ylim(bottom=0)
@@ -132,8 +140,9 @@ def _latency_chart(plt, summary: dict[str, Any]) -> bytes | None:
     handles, labels = axes[0][0].get_legend_handles_labels()
     fig.legend(handles, labels, loc="lower center", ncol=3, fontsize=8,
                bbox_to_anchor=(0.5, -0.06))
+    n = next(stream[k]["n"] for k in ("e2el_s", "ttft_s", "tpot_s", "itl_s") if stream.get(k))
     fig.suptitle(f"Streamed latency, one request at a time — run {summary['run_id']}\n"
-                 "error bars: 95% bootstrap interval of p50 and p99 (none for ITL: chunk "
+                 f"n = {n} requests; error bars: 95% bootstrap interval of p50 and p99 (none for ITL: chunk "
                  "times are not kept)", fontsize=10)
     return _png(plt, fig)
 
@@ -166,8 +175,12 @@ def _device_chart(plt, summary: dict[str, Any], files: dict[str, Any]) -> bytes 
 
 def _row_label(r: dict[str, Any]) -> str:
     runs = r.get("runs") or [r]
-    who = runs[0]["run_id"] if len(runs) == 1 else f"{len(runs)} runs, median"
-    return f"{r['label']}\n{who}"
+    if len(runs) == 1:
+        return f"{r['label']}\n{runs[0]['run_id']}"
+    # A group names its runs: all of them when two, else the first and the last.
+    ids = [x["run_id"] for x in runs]
+    named = ", ".join(ids) if len(ids) == 2 else f"{ids[0]} … {ids[-1]}"
+    return f"{r['label']}\nmedian of {len(ids)} runs\n{named}"
 
 
 def compare_charts(rows: list[dict[str, Any]]) -> tuple[dict[str, bytes], str | None]:
@@ -177,11 +190,12 @@ def compare_charts(rows: list[dict[str, Any]]) -> tuple[dict[str, bytes], str | 
     if plt is None:
         return {}, "matplotlib is not installed; charts skipped"
     pngs = {}
-    for field, interval, title, name, fmt in (
+    for field, interval, title, unit, name, fmt in (
         ("decode_tokens_per_s", "decode_interval_95", "Decode, one request (tok/s)",
-         "decode.png", lambda v: f"{v:.1f}"),
+         "output tokens/s", "decode.png", lambda v: f"{v:.1f}"),
         ("usd_per_million_one_request", None, "$ per 1M output tokens, one request",
-         "usd-per-million.png", lambda v: f"${v:.3f}" if v < 1 else f"${v:.2f}"),
+         "$ per 1M output tokens", "usd-per-million.png",
+         lambda v: f"${v:.3f}" if v < 1 else f"${v:.2f}"),
     ):
         shown = [r for r in rows if r[field] is not None][::-1]
         if not shown:
@@ -200,8 +214,10 @@ def compare_charts(rows: list[dict[str, Any]]) -> tuple[dict[str, bytes], str | 
                     color="white" if inside else "black", fontweight="bold")
         ax.set_yticks(range(len(shown)), [_row_label(r) for r in shown], fontsize=8)
         ax.set_xlim(0, top * 1.2)
+        ax.set_xlabel(unit)
         runs = sum(len(r.get("runs") or [r]) for r in shown)
-        ax.set_title(f"{title}\nn = {runs} runs in {len(shown)} rows"
+        rows_n = f"{len(shown)} row" + ("s" if len(shown) != 1 else "")
+        ax.set_title(f"{title}\nn = {runs} runs in {rows_n}"
                      + ("; error bars: 95% intervals" if any(pairs) else ""), fontsize=10)
         fig.tight_layout()
         pngs[name] = _png(plt, fig)

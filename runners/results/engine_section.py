@@ -151,7 +151,7 @@ def endpoint_metrics(files: dict[str, Any]) -> dict[str, Any] | None:
                for k, v in found["metrics"].items()}}
 
 
-PHASE_NAMES = ("warmup", "decode", "stream", "load", "quality", "toolcall")
+PHASE_NAMES = ("warmup", "decode", "stream", "context", "load", "quality", "toolcall")
 
 
 def device_phases(files: dict[str, Any]) -> dict[str, Any] | None:

@@ -171,39 +171,69 @@ def markdown_lines(summary: dict[str, Any], files: dict[str, Any] | None = None)
 # ---------------------------------------------------------------- charts
 
 
+def _run_title(what: str, summary: dict[str, Any], n: str) -> str:
+    return f"{what} — run {summary.get('run_id')}\n{n}"
+
+
+def _panel(ax, xs: list[float], ys: list[float], style: str, label: str,
+           fmt: Callable[[float], str], below: bool = False) -> None:
+    """One line on its own unit's panel from zero, every point labelled with its value
+    (`below` puts a second line's labels under its points so close lines stay readable)."""
+    ax.plot(xs, ys, style, label=label)
+    for x, y in zip(xs, ys):
+        ax.annotate(fmt(y), (x, y), textcoords="offset points", xytext=(0, -13 if below else 6),
+                    ha="center", fontsize=8)
+    ax.set_ylim(0, max(ax.get_ylim()[1] if len(ax.lines) > 1 else 0, max(ys) * 1.25))
+
+
+def _ms(v: float) -> str:
+    return f"{v:.0f}" if v >= 100 else f"{v:.1f}"
+
+
 def charts(summary: dict[str, Any], plt, save: Callable[[str, Any], None]) -> None:
-    """context.png: TTFT and the decode / end-to-end rates against prompt length;
-    load_levels.png: output tokens/s and TTFT p50 per rate level (rate mode)."""
+    """context.png: TTFT (ms) over decode and end-to-end rates (tokens/s) against prompt
+    length; load_levels.png: output tokens/s over TTFT p50 (ms) per offered rate (rate
+    mode). One unit per panel, the panels stacked on the shared x axis; no error bars: the
+    summary has no intervals for these figures (only the stream phase's are bootstrapped)."""
     rows = [r for r in summary.get("context") or [] if r.get("ttft_s")]
     if rows:
-        xs = [r["prompt_tokens"] for r in rows]
-        fig, ax = plt.subplots(figsize=(7, 4))
-        ax.plot(xs, [r["ttft_s"]["p50"] * 1000 for r in rows], "o-", color="tab:red",
-                label="TTFT p50 (ms)")
-        ax.set(xlabel="prompt tokens", ylabel="TTFT p50 (ms)",
-               title="TTFT and decode vs prompt length")
-        right = ax.twinx()
-        for key, label, style in (("decode_tokens_per_s", "decode tokens/s", "s-"),
-                                  ("end_to_end_tokens_per_s", "end-to-end tokens/s", "^--")):
+        # Prompt lengths as evenly spaced categories labelled with their values.
+        xs = list(range(len(rows)))
+        fig, (top, bottom) = plt.subplots(2, 1, figsize=(7, 6), sharex=True)
+        _panel(top, xs, [r["ttft_s"]["p50"] * 1000 for r in rows], "o-", "TTFT p50", _ms)
+        top.set_ylabel("TTFT p50 (ms)")
+        for key, label, style, below in (
+                ("decode_tokens_per_s", "decode", "s-", False),
+                ("end_to_end_tokens_per_s", "end-to-end, prefill included", "^--", True)):
             points = [(x, r[key]) for x, r in zip(xs, rows) if r.get(key)]
             if points:
-                right.plot(*zip(*points), style, label=label)
-        right.set_ylabel("tokens/s")
-        right.set_ylim(bottom=0)
-        handles = ax.get_legend_handles_labels()[0] + right.get_legend_handles_labels()[0]
-        ax.legend(handles, [h.get_label() for h in handles], loc="center right")
+                _panel(bottom, *map(list, zip(*points)), style, label, lambda v: f"{v:.1f}",
+                       below)
+        bottom.set(xlabel="prompt tokens", ylabel="tokens/s")
+        bottom.set_xticks(xs, [str(r["prompt_tokens"]) for r in rows])
+        bottom.legend(loc="lower left", fontsize=8)
+        n = ", ".join(str(r["ttft_s"].get("n")) for r in rows)
+        top.set_title(_run_title("TTFT and decode vs prompt length", summary,
+                                 f"TTFT n = {n} requests per length"), fontsize=10)
+        fig.tight_layout()
         save("context.png", fig)
     levels = [lvl for lvl in summary.get("load") or []
               if lvl.get("target_rate") and lvl.get("output_tokens_per_s")]
     if levels:
-        fig, ax = plt.subplots(figsize=(7, 4))
-        xs = [lvl["target_rate"] for lvl in levels]
-        ax.plot(xs, [lvl["output_tokens_per_s"] for lvl in levels], "o-",
-                label="output tokens/s")
-        ax.set(xlabel="offered requests/s", ylabel="output tokens/s",
-               title="Throughput and TTFT vs request rate")
-        right = ax.twinx()
-        right.plot(xs, [(lvl.get("ttft_s") or {}).get("p50", 0) * 1000 for lvl in levels],
-                   "s--", color="tab:red", label="TTFT p50 (ms)")
-        right.set_ylabel("TTFT p50 (ms)")
+        # Offered rates as evenly spaced categories labelled with their values (not a log axis).
+        slots = list(range(len(levels)))
+        fig, (top, bottom) = plt.subplots(2, 1, figsize=(7, 6), sharex=True)
+        _panel(top, slots, [lvl["output_tokens_per_s"] for lvl in levels], "o-",
+               "output tokens/s", lambda v: f"{v:.1f}")
+        top.set_ylabel("output tokens/s")
+        timed = [(i, lvl["ttft_s"]["p50"] * 1000) for i, lvl in enumerate(levels)
+                 if lvl.get("ttft_s")]
+        if timed:
+            _panel(bottom, *map(list, zip(*timed)), "s-", "TTFT p50", _ms)
+        bottom.set(xlabel="offered requests/s", ylabel="TTFT p50 (ms)")
+        bottom.set_xticks(slots, [f"{lvl['target_rate']:g}" for lvl in levels])
+        n = ", ".join(str(lvl.get("requests")) for lvl in levels)
+        top.set_title(_run_title("Throughput and TTFT vs request rate", summary,
+                                 f"n = {n} requests per level"), fontsize=10)
+        fig.tight_layout()
         save("load_levels.png", fig)

@@ -120,3 +120,53 @@ def write_run(root: Path, run_id: str = "20261203T090000Z-syn001", *, report: bo
     if report:
         run_report.write_report(store, "")
     return store
+
+
+def with_workload(files: dict, *, seed: int = 2) -> dict:
+    """`files` plus what a GPU run adds: a context sweep (128-2048 prompt tokens), a rate
+    profile's load levels (0.5-4 requests/s) instead of the bursts, and 1 Hz nvidia-smi
+    samples over phases that carry their start and end times."""
+    rng = random.Random(seed)
+    jitter = lambda s: s * (1 + rng.uniform(-0.03, 0.03))  # noqa: E731
+    files = dict(files)
+    files["context"] = {"short_tokens": 16, "long_tokens": 512, "repeats": 3, "lengths": [
+        {"prompt_tokens": tokens, "served_prompt_tokens": tokens + 9,
+         "ttft_s": _dist([jitter(TTFT_S + tokens / 4000) for _ in range(7)]),
+         "prefill_tokens_per_s": 4000.0 * (1 - tokens / 20000),
+         "decode_tokens_per_s": RATE * (1 - tokens / 40000),
+         "end_to_end_tokens_per_s": 512 / (TTFT_S + tokens / 4000 + 512 / RATE)}
+        for tokens in (128, 512, 2048)]}
+    levels = []
+    for i, rate in enumerate((0.5, 1.0, 2.0, 4.0)):
+        served = min(rate, 2.4)
+        ttft = _dist([jitter(TTFT_S * (1 + 4 * max(0, rate - 2))) for _ in range(int(30 * rate))])
+        levels.append({"mode": "rate", "concurrency": None, "target_rate": rate,
+                       "requests": int(30 * rate), "errors": 0, "throttles": 0,
+                       "requests_per_s": served, "sent_per_s": rate,
+                       "output_tokens_per_s": 128 * served, "tokens_per_s": 128 * served,
+                       "input_tokens_per_s": 64 * served, "total_tokens_per_s": 192 * served,
+                       "rate_shortfall": 0.0, "ttft_s": ttft, "e2el_s": _dist(
+                           [jitter(0.13 + 128 * TPOT_S * (1 + 0.2 * i)) for _ in range(9)]),
+                       "latency_s": None, "slo": None})
+    files["load"] = {"tokens": 128, "mode": "rate", "levels": levels}
+    t0, rows = 1_764_752_400.0, []  # 2025-12-03T09:00:00Z
+    for name, start, end in (("warmup", 10, 20), ("decode", 20, 60), ("stream", 60, 75),
+                             ("context", 75, 110), ("load", 110, 170), ("quality", 170, 200)):
+        files[name] = {**files.get(name, {}),
+                       "started_at": _iso(t0 + start), "finished_at": _iso(t0 + end)}
+    for s in range(0, 210):
+        busy = 0 if s < 10 or s >= 200 else min(97, 40 + s // 4)
+        rows.append({"t": t0 + s, "utilization_gpu_pct": busy,
+                     "utilization_memory_pct": busy * 0.6, "memory_used_mib": 20000,
+                     "memory_total_mib": 23034, "clocks_mem_mhz": 6251,
+                     "power_draw_w": 30 + busy})
+    files["telemetry"] = {"index": None, "engine": None, "metrics": None,
+                          "device": {"kind": "nvidia-smi", "rows": rows,
+                                     "source": "device: telemetry/nvidia-smi.csv"}}
+    return files
+
+
+def _iso(epoch_s: float) -> str:
+    import datetime as dt
+
+    return dt.datetime.fromtimestamp(epoch_s, dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")

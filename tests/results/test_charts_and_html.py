@@ -10,28 +10,52 @@ import pytest
 
 from runners import cli
 from runners.results import charts, html, report
-from tests.results.synthetic_run import phase_files, write_run
+from tests.results.synthetic_run import phase_files, with_workload, write_run
 
 pytest.importorskip("matplotlib")
 RUN = "20261203T090000Z-syn001"
 
 
-@pytest.fixture
-def figures(monkeypatch):
-    """Draw the run's charts, keeping the matplotlib figures instead of their PNG bytes."""
+@pytest.fixture(autouse=True)
+def _close_figures():
+    """The tests keep figures open to inspect them; close them after each test."""
+    yield
+    import matplotlib.pyplot as plt
+
+    plt.close("all")
+
+
+def _draw(monkeypatch, files: dict) -> tuple[dict, dict]:
+    """The run's summary and its charts by file name, as the matplotlib figures they were
+    before PNG encoding."""
     kept = {}
 
     def keep(plt, fig):
-        kept[len(kept)] = fig
-        return f"png{len(kept)}".encode()
+        key = f"figure{len(kept)}".encode()
+        kept[key] = fig
+        return key
 
     monkeypatch.setattr(charts, "_png", keep)
-    files = phase_files(RUN)
     summary = report.build_summary(files)
-    pngs, note = charts.run_charts(summary, files)
-    assert sorted(pngs) == ["decode_rate.png", "latency.png", "throughput.png"]
-    by_name = dict(zip(("decode", "throughput", "latency"), kept.values()))
-    return summary, by_name
+    pngs, _ = charts.run_charts(summary, files)
+    return summary, {name: kept[key] for name, key in pngs.items()}
+
+
+@pytest.fixture
+def figures(monkeypatch):
+    summary, by_file = _draw(monkeypatch, phase_files(RUN))
+    assert sorted(by_file) == ["decode_rate.png", "latency.png", "throughput.png"]
+    return summary, {name.split(".")[0].split("_")[0]: fig for name, fig in by_file.items()}
+
+
+@pytest.fixture
+def gpu_figures(monkeypatch):
+    """A run with a context sweep, rate-mode load levels and nvidia-smi samples."""
+    summary, by_file = _draw(monkeypatch, with_workload(phase_files(RUN)))
+    # Rate levels have no concurrency: load_levels.png draws them, throughput.png does not.
+    assert sorted(by_file) == ["context.png", "decode_rate.png", "device_utilization.png",
+                               "latency.png", "load_levels.png"]
+    return summary, by_file
 
 
 def _title(fig) -> str:
@@ -39,11 +63,11 @@ def _title(fig) -> str:
         ax.get_title() for ax in fig.axes)
 
 
-def test_every_title_names_the_run_and_n(figures):
-    _, figs = figures
-    for name, fig in figs.items():
-        assert RUN in _title(fig) and "n" in _title(fig), name
-    assert "n = 2, 4, 8 requests per level" in _title(figs["throughput"])
+def test_every_title_names_the_run_and_n(figures, gpu_figures):
+    for name, fig in [*figures[1].items(), *gpu_figures[1].items()]:
+        assert f"run {RUN}" in _title(fig) and re.search(r"\bn = \d", _title(fig)), name
+    assert "n = 10 requests" in _title(figures[1]["latency"])
+    assert "n = 2, 4, 8 requests per level" in _title(figures[1]["throughput"])
 
 
 def test_throughput_is_linear_categories_from_zero_with_values(figures):
@@ -71,6 +95,80 @@ def test_latency_has_one_panel_per_unit_and_interval_error_bars(figures):
             for line in c.lines[1] if len(line.get_ydata())]
     assert any(pytest.approx(lo * 1000) in list(y) for y in caps)
     assert any(pytest.approx(hi * 1000) in list(y) for y in caps)
+
+
+def _one_unit_panels(fig, xlabel: str, units: list[str]) -> list:
+    """The figure is panels stacked on one shared x axis, one unit each, no twin axes."""
+    axes = fig.axes
+    assert [ax.get_ylabel() for ax in axes] == units
+    assert axes[1].get_xlabel() == xlabel and axes[0].get_shared_x_axes().joined(*axes)
+    for ax in axes:
+        assert ax.get_yscale() == "linear" and ax.get_ylim()[0] == 0
+    return axes
+
+
+def test_context_chart_has_one_unit_per_panel_with_values(gpu_figures):
+    summary, figs = gpu_figures
+    rows = summary["context"]
+    ms, rate = _one_unit_panels(figs["context.png"], "prompt tokens",
+                                ["TTFT p50 (ms)", "tokens/s"])
+    assert [t.get_text() for t in rate.get_xticklabels()] == ["128", "512", "2048"]
+    assert [t.get_text() for t in ms.texts] == [
+        f"{r['ttft_s']['p50'] * 1000:.0f}" if r["ttft_s"]["p50"] >= 0.1
+        else f"{r['ttft_s']['p50'] * 1000:.1f}" for r in rows]
+    assert [t.get_text() for t in rate.texts] == [
+        f"{r[k]:.1f}" for k in ("decode_tokens_per_s", "end_to_end_tokens_per_s") for r in rows]
+    assert "n = 7, 7, 7 requests per length" in _title(figs["context.png"])
+
+
+def test_load_levels_chart_has_one_unit_per_panel_and_even_rate_ticks(gpu_figures):
+    summary, figs = gpu_figures
+    rate, ms = _one_unit_panels(figs["load_levels.png"], "offered requests/s",
+                                ["output tokens/s", "TTFT p50 (ms)"])
+    assert [t.get_text() for t in ms.get_xticklabels()] == ["0.5", "1", "2", "4"]
+    assert list(rate.lines[0].get_xdata()) == [0, 1, 2, 3]  # evenly spaced, not log
+    assert [t.get_text() for t in rate.texts] == [
+        f"{lvl['output_tokens_per_s']:.1f}" for lvl in summary["load"]]
+    assert len(ms.texts) == 4
+    assert "n = 15, 30, 60, 120 requests per level" in _title(figs["load_levels.png"])
+
+
+def test_device_chart_names_every_measured_phase(gpu_figures):
+    _, figs = gpu_figures
+    [ax] = figs["device_utilization.png"].axes
+    assert [t.get_text() for t in ax.texts] == ["warmup", "decode", "stream", "context",
+                                                "load", "quality"]
+    assert "n = 210 samples" in _title(figs["device_utilization.png"])
+
+
+def test_compare_charts_name_runs_and_count_them(tmp_path, monkeypatch):
+    from runners.results import compare
+    from tests.results.runs import copy_fixture_runs
+
+    kept = []
+    monkeypatch.setattr(charts, "_png", lambda plt, fig: kept.append(fig) or b"png")
+    compare.compare([copy_fixture_runs(tmp_path / "runs")], out_dir=tmp_path / "cmp")
+    assert len(kept) == 2
+    for fig, unit in zip(kept, ("output tokens/s", "$ per 1M output tokens")):
+        [ax] = fig.axes
+        assert "n = 6 runs in 6 rows" in ax.get_title() and ax.get_xlabel() == unit
+        labels = [t.get_text() for t in ax.get_yticklabels()]
+        assert all(re.search(r"\n\d{8}T\d{6}Z-\w+$", label) for label in labels), labels
+        assert len(ax.texts) == 6 and ax.get_xlim()[0] == 0
+
+
+def test_a_repeated_experiment_is_one_bar_naming_its_runs(tmp_path, monkeypatch):
+    from runners.results import compare
+
+    for i in range(3):
+        write_run(tmp_path / "runs", f"20261203T09000{i}Z-rep00{i}", seed=i, report=True)
+    kept = []
+    monkeypatch.setattr(charts, "_png", lambda plt, fig: kept.append(fig) or b"png")
+    compare.compare([tmp_path / "runs"], out_dir=tmp_path / "cmp")
+    [ax] = kept[0].axes
+    [label] = [t.get_text() for t in ax.get_yticklabels()]
+    assert label.endswith("median of 3 runs\n20261203T090000Z-rep000 … 20261203T090002Z-rep002")
+    assert "n = 3 runs in 1 row; error bars: 95% intervals" in ax.get_title()
 
 
 def test_report_html_stands_alone_and_renders_a_section_added_later(tmp_path, monkeypatch):
