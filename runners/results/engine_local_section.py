@@ -49,8 +49,8 @@ def _load_line(summary: dict[str, Any]) -> str | None:
     first, last = levels[0], levels[-1]
     return (f"Throughput went from {first['tokens_per_s']:.1f} tokens/s at "
             f"{level_name(first)} to {last['tokens_per_s']:.1f} at {level_name(last)} "
-            f"({last['tokens_per_s'] / first['tokens_per_s']:.2f}x): the requests queue in "
-            "the engine, so latency grows instead.")
+            f"({last['tokens_per_s'] / first['tokens_per_s']:.2f}x): one request at a time, "
+            "so past the engine's own rate the requests queue and latency grows instead.")
 
 
 def lines(summary: dict[str, Any], files: dict[str, Any]) -> list[str]:
