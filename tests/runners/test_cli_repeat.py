@@ -22,8 +22,10 @@ def test_run_repeat_writes_n_runs_and_prints_the_group(loopback, tmp_path, capsy
     assert len(folders) == 2
     group = out.out.split("## Repeated runs")[1]
     assert "| loop-test | 2 |" in group
-    assert f"compare them: python -m runners compare {folders[0].parent} {folders[1].parent}" \
-        in out.out
+    # in run order; two runs that start in the same second sort by their random suffix
+    (line,) = [ln for ln in out.out.splitlines() if ln.startswith("compare them: ")]
+    named = line.removeprefix("compare them: python -m runners compare ").split()
+    assert sorted(named) == sorted(str(f.parent) for f in folders)
 
 
 def test_repeat_below_one_is_one_line(tmp_path):
