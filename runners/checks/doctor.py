@@ -466,14 +466,19 @@ def run_checks(experiment: Experiment | None, region: str | None, *, session=Non
     """Every check for `experiment` (None: the account and the region's shared stacks) in
     `region` (None: the experiment's regions). `session` is a boto3 Session (default: the
     environment's credentials); `fetch` and `hub_url` serve the Hub and Docker Hub reads."""
-    if session is None:
-        import boto3  # the CLI has it; tests pass a session of stubbed clients
-
-        session = boto3.Session()
     if experiment is not None and experiment.backend not in ("sagemaker", "ec2", "bedrock"):
         return [Check("experiment", SKIP, f"{experiment.name} runs on the {experiment.backend} "
                                           "backend: nothing on AWS to check")]
-    regions = _regions(experiment, region, session)
+    try:
+        if session is None:
+            import boto3  # the CLI has it; tests pass a session of stubbed clients
+
+            session = boto3.Session()
+        regions = _regions(experiment, region, session)
+    except BotoCoreError as exc:  # a profile that does not exist, a broken config file
+        return [Check("credentials", FAIL, f"no usable AWS configuration ({exc}): set "
+                                           "AWS_PROFILE to a profile that exists or run "
+                                           "`aws configure`")]
     clients = _Clients(session)
     try:
         identity = clients("sts", regions[0]).get_caller_identity()

@@ -272,3 +272,12 @@ def test_a_docker_hub_image_that_does_not_exist_fails():
                                           fetch=docker_hub_and(FakeHub(), missing=True))
     assert check == Check("engine-image", "fail", "vllm/vllm-openai:v0.30.0 not found on Docker "
                                                   "Hub (HTTP 404): fix ec2.engine_image")
+
+
+def test_a_profile_that_does_not_exist_is_one_line(monkeypatch, capsys):
+    """AWS_PROFILE naming no profile raises in botocore before any call: one fail line."""
+    monkeypatch.setenv("AWS_PROFILE", "no-such-profile-here")
+    assert cli.main(["doctor", "e2b-emb4-g6", "--region", "us-east-2"]) == 1
+    (line,) = capsys.readouterr().out.strip().splitlines()
+    assert line.startswith("fail  credentials: no usable AWS configuration") and \
+        "no-such-profile-here" in line
