@@ -7,6 +7,8 @@ from __future__ import annotations
 import argparse
 import sys
 
+from botocore.exceptions import BotoCoreError
+
 from runners import regions as known_regions
 from runners.watchdog import report as watchdog_report
 from runners.watchdog import sweep as watchdog
@@ -39,6 +41,9 @@ def run(args: argparse.Namespace) -> int:
                              "`aws configure`); the watchdog needs read access to sweep")
     except UsageError as exc:
         print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except BotoCoreError as exc:  # a profile that does not exist, a broken config file
+        print(f"error: AWS configuration: {exc}", file=sys.stderr)
         return 2
     report = watchdog.sweep(regions, clients=clients, dry_run=args.dry_run,
                             parallel=not args.sequential)

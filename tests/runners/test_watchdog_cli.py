@@ -62,3 +62,15 @@ def test_no_credentials_is_one_line_without_a_traceback(tmp_path):
     assert out.returncode == 2
     assert out.stderr.strip().startswith("error: no AWS credentials found")
     assert "Traceback" not in out.stderr and len(out.stderr.strip().splitlines()) == 1
+
+
+def test_a_profile_that_does_not_exist_is_one_line(tmp_path):
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
+    env.update(AWS_CONFIG_FILE=str(tmp_path / "none"), AWS_PROFILE="no-such-profile",
+               AWS_SHARED_CREDENTIALS_FILE=str(tmp_path / "none"),
+               AWS_EC2_METADATA_DISABLED="true")
+    out = subprocess.run([sys.executable, "-m", "runners", "watchdog", "--dry-run"],
+                         cwd=ROOT, env=env, capture_output=True, text=True, timeout=60)
+    assert out.returncode == 2
+    assert out.stderr.strip().splitlines() == [
+        "error: AWS configuration: The config profile (no-such-profile) could not be found"]
