@@ -9,13 +9,13 @@ import dataclasses
 
 import boto3
 import pytest
-from moto import mock_aws
 
 from benchstack_constructs.sagemaker_endpoint import vllm_environment
 from runners.checks import preflight
 from runners.providers.base import ProvisionError
 from runners.providers.sagemaker import names
 from tests.runners.experiments import sagemaker_experiment
+from tests.runners.fake_aws import mocked_aws
 from tests.runners.sagemaker_world import World
 
 
@@ -25,13 +25,7 @@ def gated(exp):
 
 @pytest.fixture(autouse=True)
 def fake_aws(monkeypatch):
-    for key in ("AWS_PROFILE", "AWS_CONFIG_FILE", "AWS_SHARED_CREDENTIALS_FILE",
-                *preflight.TOKEN_ENV):
-        monkeypatch.delenv(key, raising=False)
-    for key, value in {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing",
-                       "AWS_DEFAULT_REGION": "us-east-2"}.items():
-        monkeypatch.setenv(key, value)
-    with mock_aws():
+    with mocked_aws(monkeypatch, "us-east-2", unset=preflight.TOKEN_ENV):
         yield
 
 

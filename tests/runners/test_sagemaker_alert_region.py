@@ -5,20 +5,15 @@ one someone subscribed to."""
 from __future__ import annotations
 
 import pytest
-from moto import mock_aws
 
 from tests.runners.experiments import sagemaker_experiment
+from tests.runners.fake_aws import mocked_aws
 from tests.runners.sagemaker_world import RUN_ID, World
 
 
 @pytest.fixture(autouse=True)
 def fake_aws(monkeypatch):
-    for key in ("AWS_PROFILE", "AWS_CONFIG_FILE", "AWS_SHARED_CREDENTIALS_FILE"):
-        monkeypatch.delenv(key, raising=False)
-    for key, value in {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing",
-                       "AWS_DEFAULT_REGION": "us-east-2"}.items():
-        monkeypatch.setenv(key, value)
-    with mock_aws():
+    with mocked_aws(monkeypatch, "us-east-2"):
         yield
 
 

@@ -9,19 +9,16 @@ from datetime import timedelta
 import botocore.session
 import pytest
 from botocore.stub import ANY, Stubber
-from moto import mock_aws
 
 from tests.runners.experiments import sagemaker_experiment
+from tests.runners.fake_aws import mocked_aws
 from tests.runners.sagemaker_world import RUN_ID, T0, World
 from tests.telemetry.cloudwatch_fixtures import events_from_log
 
 
 @pytest.fixture(autouse=True)
 def fake_aws(monkeypatch):
-    for key, value in {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing",
-                       "AWS_DEFAULT_REGION": "us-east-1"}.items():
-        monkeypatch.setenv(key, value)
-    with mock_aws():
+    with mocked_aws(monkeypatch, "us-east-1"):
         yield
 
 

@@ -6,7 +6,6 @@ import json
 import boto3
 import pytest
 from botocore.exceptions import ClientError
-from moto import mock_aws
 
 from runners import providers, tags
 from runners.backends.aws_runtime import runtime_client
@@ -16,18 +15,14 @@ from runners.providers.base import ProvisionError
 from runners.providers.sagemaker import names
 from runners.providers.sagemaker.provider import SageMakerProvider
 from tests.runners.experiments import sagemaker_experiment
+from tests.runners.fake_aws import mocked_aws
 from tests.runners.hub_fixtures import w4a16_model
 from tests.runners.sagemaker_world import CAPACITY, HEALTH_CHECK, RUN_ID, T0, World
 
 
 @pytest.fixture(autouse=True)
 def fake_aws(monkeypatch):
-    for key in ("AWS_PROFILE", "AWS_CONFIG_FILE", "AWS_SHARED_CREDENTIALS_FILE"):
-        monkeypatch.delenv(key, raising=False)
-    for key, value in {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing",
-                       "AWS_SESSION_TOKEN": "testing", "AWS_DEFAULT_REGION": "us-east-1"}.items():
-        monkeypatch.setenv(key, value)
-    with mock_aws():
+    with mocked_aws(monkeypatch, "us-east-1"):
         yield
 
 

@@ -5,21 +5,18 @@ from __future__ import annotations
 
 import boto3
 import pytest
-from moto import mock_aws
 
 from runners.providers.ec2 import telemetry_files
 from runners.results.store import LocalStore
 from runners.workflow import telemetry_collect
 from runners import experiment
 from tests.conftest import EXPERIMENTS_DIR
+from tests.runners.fake_aws import mocked_aws
 
 
 @pytest.fixture
 def aws(monkeypatch):
-    for key, value in {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing",
-                       "AWS_DEFAULT_REGION": "us-east-2"}.items():
-        monkeypatch.setenv(key, value)
-    with mock_aws():
+    with mocked_aws(monkeypatch, "us-east-2"):
         s3 = boto3.client("s3", region_name="us-east-2")
         s3.create_bucket(Bucket="cache-bucket",
                          CreateBucketConfiguration={"LocationConstraint": "us-east-2"})
