@@ -12,8 +12,8 @@ from constructs import Construct
 from runners.providers.ec2.user_data import (
     HF_TOKEN_PARAMETER, EcrImage, EngineLaunch, ecr_image, render)
 from benchstack_constructs.nag import acknowledge
-from runners import hardware, tags
-from runners.providers.ec2.ami import AMI_PARAMETERS, ami_parameter  # noqa: F401 - re-exported
+from runners import tags
+from runners.providers.ec2.ami import ami_parameter
 from runners.experiment import Experiment
 
 ROOT_DEVICE = "/dev/xvda"  # the AL2023 DLAMIs' root device

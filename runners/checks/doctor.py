@@ -26,7 +26,7 @@ from __future__ import annotations
 import json
 import os
 from dataclasses import asdict, dataclass
-from typing import Any, Callable, Iterable
+from typing import Callable, Iterable
 
 from botocore.exceptions import BotoCoreError, ClientError, NoCredentialsError
 

@@ -9,8 +9,8 @@ import json
 import cfnlint.api
 import pytest
 
-from benchstack_constructs.launch_template import AMI_PARAMETERS
 from runners import experiment, tags
+from runners.providers.ec2.ami import AMI_PARAMETERS
 from runners.providers.ec2.user_data import ecr_image
 from tests.conftest import EXPERIMENTS_DIR, synth
 from tests.infra.templates import resources

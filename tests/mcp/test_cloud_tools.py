@@ -10,7 +10,6 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import boto3
-import pytest
 
 from benchstack_mcp.config import Config
 from runners.providers.sagemaker import names

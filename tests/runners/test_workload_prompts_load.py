@@ -9,7 +9,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from benchmarks.loopback_server import TEMPLATE_TOKENS, Truth
+from benchmarks.loopback_server import Truth
 from runners.backends.openai_http import OpenAIHTTPClient
 from runners.backends.reply import Ask, BackendClient, Reply
 from runners.measure import prompts

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import base64
 import dataclasses
-import shlex
 import subprocess
 from pathlib import Path
 
