@@ -418,7 +418,9 @@ def main(argv: list[str] | None = None) -> int:
     except experiment.ExperimentError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    except (json.JSONDecodeError, FileNotFoundError, CorruptFile) as exc:
+    # A path the user named that is missing, a folder, or unreadable: one line.
+    except (json.JSONDecodeError, FileNotFoundError, IsADirectoryError, NotADirectoryError,
+            PermissionError, CorruptFile) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:

@@ -37,3 +37,10 @@ def test_validate_bad_file_prints_one_line_and_no_traceback(tmp_path):
     assert "Traceback" not in out.stderr
     assert out.stderr.strip() == f"error  {bad}: regions: is empty; give at least 1"
     assert "1 valid, 1 invalid" in out.stdout
+
+
+def test_a_folder_given_as_a_log_file_is_one_line(tmp_path):
+    done = run("engine-log", str(tmp_path))
+    assert done.returncode == 2
+    assert done.stderr.strip().splitlines() == [
+        f"error: [Errno 21] Is a directory: '{tmp_path}'"]
